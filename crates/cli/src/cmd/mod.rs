@@ -1,0 +1,2 @@
+pub mod eval;
+pub mod score;

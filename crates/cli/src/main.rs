@@ -1,0 +1,28 @@
+//! `ocrank`: a thin binary over the ocrank libraries.
+
+use clap::{Parser, Subcommand};
+
+mod cmd;
+
+#[derive(Parser)]
+#[command(name = "ocrank", version, about = "Order-consistent LLM scoring: score, audit and evaluate batched pointwise scorers.")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Evaluate a TREC run or a scores file against qrels (trec_eval semantics).
+    Eval(cmd::eval::Args),
+    /// Score pools with a local LLM (batched, pointwise or invariant).
+    Score(cmd::score::Args),
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Eval(args) => cmd::eval::run(args),
+        Command::Score(args) => cmd::score::run(args),
+    }
+}
