@@ -34,64 +34,52 @@ pub fn read_hotpotqa(path: &Path) -> Result<Vec<HotpotExample>> {
 }
 
 pub(crate) fn from_records(path: &Path, records: &[Record]) -> Result<Vec<HotpotExample>> {
-    let mut examples = Vec::with_capacity(records.len());
-    for r in records {
+    let examples = records.iter().map(|r| {
         let o = Obj::new(path, r)?;
         let mut supporting_titles = Vec::<String>::new();
         for (i, fact) in o.array("supporting_facts")?.iter().enumerate() {
-            let key = format!("supporting_facts[{i}]");
-            let title = match fact {
-                Value::Array(parts) => match parts.first() {
-                    Some(Value::String(t)) => t,
-                    _ => return Err(o.error(&key, "expected a title first")),
-                },
-                other => {
-                    return Err(o.error(
-                        &key,
-                        format!("expected an array, found {}", describe(other)),
-                    ))
-                }
-            };
-            if !supporting_titles.contains(title) {
-                supporting_titles.push(title.clone());
+            let title = fact.get(0).and_then(Value::as_str).ok_or_else(|| {
+                let msg = format!("expected [title, ...], found {}", describe(fact));
+                o.error(&format!("supporting_facts[{i}]"), msg)
+            })?;
+            if !supporting_titles.iter().any(|t| t == title) {
+                supporting_titles.push(title.to_owned());
             }
         }
         let candidates: Vec<Candidate> = (o.array("context")?.iter().enumerate())
-            .map(|(i, p)| {
+            .map(|(i, paragraph)| {
                 let (title, sentences): (String, Vec<String>) =
-                    o.parse(&format!("context[{i}]"), p)?;
-                let text = sentences.iter().map(|s| s.trim()).filter(|s| !s.is_empty());
-                let text = text.collect::<Vec<_>>().join(" ");
-                let grade = Some(supporting_titles.contains(&title) as i32);
+                    o.parse(&format!("context[{i}]"), paragraph)?;
+                let sentences: Vec<&str> = (sentences.iter().map(|s| s.trim()))
+                    .filter(|s| !s.is_empty())
+                    .collect();
                 Ok(Candidate {
+                    grade: Some(supporting_titles.contains(&title).into()),
                     id: title,
-                    text,
-                    grade,
+                    text: sentences.join(" "),
                 })
             })
             .collect::<Result<_>>()?;
-        if let Some(t) = supporting_titles
-            .iter()
-            .find(|t| !candidates.iter().any(|c| &c.id == *t))
+        if let Some(t) = (supporting_titles.iter()).find(|t| candidates.iter().all(|c| &c.id != *t))
         {
-            return Err(o.error(
-                "supporting_facts",
-                format!("title {t:?} is not among the context titles"),
-            ));
+            let msg = format!("title {t:?} is not among the context titles");
+            return Err(o.error("supporting_facts", msg));
         }
-        examples.push(HotpotExample {
-            id: o.id("_id")?,
-            question: o.get("question")?,
-            answer: o.get("answer")?,
+        let (id, question): (String, String) = (o.id("_id")?, o.get("question")?);
+        Ok(HotpotExample {
             pool: Pool {
-                qid: o.id("_id")?,
-                query: o.get("question")?,
+                qid: id.clone(),
+                query: question.clone(),
                 candidates,
             },
+            id,
+            question,
+            answer: o.get("answer")?,
             supporting_titles,
-        });
-    }
-    // The pool checks (no empty context, unique titles and ids) apply as well.
+        })
+    });
+    let examples: Vec<HotpotExample> = examples.collect::<Result<_>>()?;
+    // The pool checks (no empty context, no repeated title or id) apply too.
     let pools = (records.iter().zip(&examples)).map(|(r, e)| (r.line, &e.pool));
     check_pools(path, ["_id", "context"], pools)?;
     Ok(examples)

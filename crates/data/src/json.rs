@@ -21,7 +21,7 @@ pub(crate) fn read_records(path: &Path) -> Result<Vec<Record>> {
     parse_records(path, &io::read_text(path)?)
 }
 
-pub(crate) fn parse_records(path: &Path, text: &str) -> Result<Vec<Record>> {
+fn parse_records(path: &Path, text: &str) -> Result<Vec<Record>> {
     if !text.trim_start().starts_with('[') {
         return (text.lines().enumerate())
             .filter(|(_, l)| !l.trim().is_empty())
@@ -115,10 +115,9 @@ impl<'a> Obj<'a> {
 
     /// The full path of `key` (`hits[3].docid`).
     pub(crate) fn field(&self, key: &str) -> String {
-        match (self.prefix.is_empty(), key.starts_with('[')) {
-            (true, _) => key.to_owned(),
-            (false, true) => format!("{}{key}", self.prefix),
-            (false, false) => format!("{}.{key}", self.prefix),
+        match self.prefix.as_str() {
+            "" => key.to_owned(),
+            prefix => format!("{prefix}.{key}"),
         }
     }
 

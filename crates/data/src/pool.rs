@@ -34,9 +34,7 @@ impl Pool {
             candidates: self.candidates.iter().take(depth).cloned().collect(),
         }
     }
-}
 
-impl Pool {
     /// The candidate with id `id`.
     pub fn candidate(&self, id: &str) -> Option<&Candidate> {
         self.candidates.iter().find(|c| c.id == id)
@@ -104,10 +102,10 @@ pub(crate) fn check_pools<'p>(
             return Err(Error::parse(path, line, qid, msg));
         }
     }
-    match lines.is_empty() {
-        true => Err(Error::invalid(path, "no pools in the file")),
-        false => Ok(()),
+    if lines.is_empty() {
+        return Err(Error::invalid(path, "no pools in the file"));
     }
+    Ok(())
 }
 
 /// [`check_pools`] on pools paired with their lines, returning the pools.

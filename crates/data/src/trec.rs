@@ -129,12 +129,12 @@ pub fn read_run(path: &Path) -> Result<Run> {
 /// Writes `run` as `qid Q0 docid rank score tag`, queries in id order, entries
 /// in their order. Scores are written in Rust's shortest round-trip form.
 pub fn write_run(path: &Path, run: &Run, tag: &str) -> Result<()> {
-    let token = |what: &str, s: &str| match s.is_empty() || s.chars().any(char::is_whitespace) {
-        true => Err(Error::invalid(
-            path,
-            format!("{what} {s:?} is empty or contains whitespace"),
-        )),
-        false => Ok(()),
+    let token = |what: &str, s: &str| {
+        if s.is_empty() || s.chars().any(char::is_whitespace) {
+            let msg = format!("{what} {s:?} is empty or contains whitespace");
+            return Err(Error::invalid(path, msg));
+        }
+        Ok(())
     };
     token("tag", tag)?;
     let mut out = Writer::create(path)?;
