@@ -193,6 +193,12 @@ fn pool_fields_of_the_wrong_type_or_missing() {
             "{line}"
         );
     }
+    let bad = POOL.replace(r#""grade": 2"#, r#""grade": "x""#);
+    let (_d, path) = file("pools.jsonl", &format!("{POOL}\n\n{bad}\n"));
+    assert_eq!(
+        message(&path, read_jsonl_pools(&path)),
+        r#"FILE:3: candidates[0].grade: invalid type: string "x", expected i32"#
+    );
     let (_d, path) = file("pools.jsonl", "[1, 2]");
     assert_eq!(
         message(&path, read_jsonl_pools(&path)),
