@@ -6,9 +6,9 @@
 //!
 //! - `ndcg_at_{k}`: nDCG@k of the canonical order (permutation 0), trec_eval
 //!   `ndcg_cut.k` semantics; for a run file, of the run.
-//! - `ndcg_at_{k}_mean`, `ndcg_at_{k}_worst`: over the permutations;
-//!   `order_spread_at_{k}` = mean - worst; `order_spread` is
-//!   `order_spread_at_{k}` of the first cutoff (10 by default).
+//! - `ndcg_at_{k}_mean`, `ndcg_at_{k}_worst`: over the permutations.
+//! - `order_spread` = mean - worst of nDCG at the first cutoff (10 by
+//!   default); `order_spread_at_{k}` the same at each further cutoff.
 //! - `tau_psi`, `tied_pair_share`: tau-PSI over all permutation pairs and the
 //!   share of tied candidate pairs next to it.
 //! - `retained_set_overlap`: mean pairwise Jaccard of the sets kept by the
@@ -225,10 +225,12 @@ pub fn evaluate_scores(
             if perms.len() >= 2 {
                 report.push(qid, &format!("ndcg_at_{k}_mean"), s.mean);
                 report.push(qid, &format!("ndcg_at_{k}_worst"), s.worst);
-                if i == 0 {
-                    report.push(qid, "order_spread", s.order_spread);
-                }
-                report.push(qid, &format!("order_spread_at_{k}"), s.order_spread);
+                let name = if i == 0 {
+                    "order_spread".to_string()
+                } else {
+                    format!("order_spread_at_{k}")
+                };
+                report.push(qid, &name, s.order_spread);
             }
         }
         if let Some(t) = tau_psi(&perms) {
