@@ -1,0 +1,510 @@
+//! Our decoder (Llama / Qwen2 / Qwen3), readable top to bottom: weights,
+//! attention mask layout, forward.
+//!
+//! What it offers beyond a stock decoder, and why ocrank needs it:
+//! - explicit position ids (invariant blocks restart their positions),
+//! - an attention layout of blocks over a shared prefix, with keys that can be
+//!   hidden from later tokens (placeholder hygiene),
+//! - a reusable KV cache of a shared prefix,
+//! - the output head computed only at the requested readout positions.
+//!
+//! Two kernel sets: `Fused` uses candle's fused rms-norm, softmax and rope
+//! (fast, inference only: they have no backward), `Composite` builds the same
+//! functions from differentiable primitives for training.
+
+use std::collections::HashMap;
+
+use candle_core::{DType, Device, Tensor, D};
+
+use crate::config::ModelConfig;
+use crate::error::{Error, Result};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kernels {
+    Fused,
+    Composite,
+}
+
+/// A linear projection `y = x W^T + b`, `W` stored as `[out, in]`.
+#[derive(Debug, Clone)]
+pub struct Linear {
+    pub weight: Tensor,
+    pub bias: Option<Tensor>,
+}
+
+impl Linear {
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let y = x.matmul(&self.weight.t()?)?;
+        Ok(match &self.bias {
+            Some(b) => y.broadcast_add(b)?,
+            None => y,
+        })
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Layer {
+    pub input_norm: Tensor,
+    pub q_proj: Linear,
+    pub k_proj: Linear,
+    pub v_proj: Linear,
+    pub o_proj: Linear,
+    pub q_norm: Option<Tensor>,
+    pub k_norm: Option<Tensor>,
+    pub post_norm: Tensor,
+    pub gate_proj: Linear,
+    pub up_proj: Linear,
+    pub down_proj: Linear,
+}
+
+/// Keys and values of every layer for a run of tokens (`[1, kv_heads, len,
+/// head_dim]` each), reusable as the shared prefix of later forwards.
+#[derive(Debug, Clone)]
+pub struct KvCache {
+    pub layers: Vec<(Tensor, Tensor)>,
+    pub len: usize,
+}
+
+/// Who attends to whom among the new tokens of a forward. Every new token
+/// sees the whole cached prefix; among new tokens, token q sees token k when
+/// k <= q, both are in the same block, and k is not hidden (a hidden key is
+/// seen by itself only).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MaskLayout {
+    /// Block id of each new token; all zeros is plain causal attention.
+    pub block: Vec<u32>,
+    /// Keys hidden from every later token (e.g. placeholder grades).
+    pub hidden: Vec<bool>,
+}
+
+impl MaskLayout {
+    pub fn causal(n: usize) -> Self {
+        MaskLayout {
+            block: vec![0; n],
+            hidden: vec![false; n],
+        }
+    }
+
+    pub fn allowed(&self, q: usize, k: usize) -> bool {
+        k == q || (k < q && self.block[k] == self.block[q] && !self.hidden[k])
+    }
+
+    /// Additive mask `[n, prefix_len + n]`: 0 where attention is allowed,
+    /// -inf elsewhere.
+    fn to_tensor(&self, prefix_len: usize, dtype: DType, device: &Device) -> Result<Tensor> {
+        let n = self.block.len();
+        let nk = prefix_len + n;
+        let mut data = vec![0f32; n * nk];
+        for q in 0..n {
+            let row = &mut data[q * nk + prefix_len..(q + 1) * nk];
+            for (k, v) in row.iter_mut().enumerate() {
+                if !self.allowed(q, k) {
+                    *v = f32::NEG_INFINITY;
+                }
+            }
+        }
+        Ok(Tensor::from_vec(data, (n, nk), device)?.to_dtype(dtype)?)
+    }
+}
+
+/// One forward pass: new tokens after an optional cached prefix.
+pub struct ForwardInput<'a> {
+    pub tokens: &'a [u32],
+    /// Position id of each new token.
+    pub positions: &'a [u32],
+    pub mask: &'a MaskLayout,
+    pub prefix: Option<&'a KvCache>,
+    /// Indices (into `tokens`) whose next-token logits are wanted.
+    pub readout: &'a [usize],
+    /// Return the KV cache of prefix + new tokens.
+    pub keep_cache: bool,
+}
+
+#[derive(Debug)]
+pub struct ForwardOutput {
+    /// `[readout.len(), vocab]`, f32.
+    pub logits: Tensor,
+    pub cache: Option<KvCache>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Decoder {
+    pub cfg: ModelConfig,
+    pub embed: Tensor,
+    pub layers: Vec<Layer>,
+    pub norm: Tensor,
+    pub lm_head: Tensor,
+    inv_freq: Tensor,
+    pub kernels: Kernels,
+    device: Device,
+    dtype: DType,
+}
+
+impl Decoder {
+    /// Builds the decoder from Hugging Face-named tensors (taken out of the
+    /// map). A missing tensor is an error naming it.
+    pub fn from_tensors(
+        cfg: ModelConfig,
+        tensors: &mut HashMap<String, Tensor>,
+        device: &Device,
+    ) -> Result<Self> {
+        let mut take = |name: String| -> Result<Tensor> {
+            tensors
+                .remove(&name)
+                .ok_or_else(|| Error::Input(format!("tensor {name} is missing from the model")))
+        };
+        let embed = take("model.embed_tokens.weight".into())?;
+        let dtype = embed.dtype();
+        let mut layers = Vec::with_capacity(cfg.num_layers);
+        for i in 0..cfg.num_layers {
+            let p = format!("model.layers.{i}");
+            let mut lin = |name: &str, bias: bool| -> Result<Linear> {
+                Ok(Linear {
+                    weight: take(format!("{p}.{name}.weight"))?,
+                    bias: if bias {
+                        Some(take(format!("{p}.{name}.bias"))?)
+                    } else {
+                        None
+                    },
+                })
+            };
+            let ab = cfg.attention_bias();
+            let q_proj = lin("self_attn.q_proj", ab)?;
+            let k_proj = lin("self_attn.k_proj", ab)?;
+            let v_proj = lin("self_attn.v_proj", ab)?;
+            let o_proj = lin("self_attn.o_proj", false)?;
+            let gate_proj = lin("mlp.gate_proj", false)?;
+            let up_proj = lin("mlp.up_proj", false)?;
+            let down_proj = lin("mlp.down_proj", false)?;
+            let (q_norm, k_norm) = if cfg.qk_norm() {
+                (
+                    Some(take(format!("{p}.self_attn.q_norm.weight"))?),
+                    Some(take(format!("{p}.self_attn.k_norm.weight"))?),
+                )
+            } else {
+                (None, None)
+            };
+            layers.push(Layer {
+                input_norm: take(format!("{p}.input_layernorm.weight"))?,
+                q_proj,
+                k_proj,
+                v_proj,
+                o_proj,
+                q_norm,
+                k_norm,
+                post_norm: take(format!("{p}.post_attention_layernorm.weight"))?,
+                gate_proj,
+                up_proj,
+                down_proj,
+            });
+        }
+        let norm = take("model.norm.weight".into())?;
+        let lm_head = if cfg.tie_embeddings {
+            tensors.remove("lm_head.weight").unwrap_or_else(|| embed.clone())
+        } else {
+            take("lm_head.weight".into())?
+        };
+        Self::assemble(cfg, embed, layers, norm, lm_head, device, dtype)
+    }
+
+    fn assemble(
+        cfg: ModelConfig,
+        embed: Tensor,
+        layers: Vec<Layer>,
+        norm: Tensor,
+        lm_head: Tensor,
+        device: &Device,
+        dtype: DType,
+    ) -> Result<Self> {
+        let half = cfg.head_dim / 2;
+        let inv: Vec<f32> = (0..half)
+            .map(|i| 1.0 / cfg.rope_theta.powf(2.0 * i as f64 / cfg.head_dim as f64) as f32)
+            .collect();
+        let inv_freq = Tensor::from_vec(inv, (1, half), device)?;
+        Ok(Decoder {
+            cfg,
+            embed,
+            layers,
+            norm,
+            lm_head,
+            inv_freq,
+            kernels: Kernels::Fused,
+            device: device.clone(),
+            dtype,
+        })
+    }
+
+    /// A decoder with seeded random weights in the shapes of `cfg`
+    /// (platform-independent: drawn on the host, then moved to `device`).
+    pub fn random(cfg: ModelConfig, seed: u64, dtype: DType, device: &Device) -> Result<Self> {
+        let mut rng = SplitMix64(seed);
+        let mut mat = |rows: usize, cols: usize, scale: f32| -> Result<Tensor> {
+            let data: Vec<f32> = (0..rows * cols).map(|_| rng.normal() * scale).collect();
+            Ok(Tensor::from_vec(data, (rows, cols), &Device::Cpu)?
+                .to_dtype(dtype)?
+                .to_device(device)?)
+        };
+        let ones = |n: usize| -> Result<Tensor> { Ok(Tensor::ones(n, dtype, device)?) };
+        let (h, hd) = (cfg.hidden_size, cfg.head_dim);
+        let s_in = 1.0 / (h as f32).sqrt();
+        let s_ff = 1.0 / (cfg.intermediate_size as f32).sqrt();
+        let mut layers = Vec::new();
+        for _ in 0..cfg.num_layers {
+            let mut lin = |out: usize, inp: usize, scale: f32, bias: bool| -> Result<Linear> {
+                Ok(Linear {
+                    weight: mat(out, inp, scale)?,
+                    bias: if bias {
+                        Some(mat(1, out, 0.02)?.reshape(out)?)
+                    } else {
+                        None
+                    },
+                })
+            };
+            let ab = cfg.attention_bias();
+            layers.push(Layer {
+                input_norm: ones(h)?,
+                q_proj: lin(cfg.num_heads * hd, h, s_in, ab)?,
+                k_proj: lin(cfg.num_kv_heads * hd, h, s_in, ab)?,
+                v_proj: lin(cfg.num_kv_heads * hd, h, s_in, ab)?,
+                o_proj: lin(h, cfg.num_heads * hd, 1.0 / ((cfg.num_heads * hd) as f32).sqrt(), false)?,
+                q_norm: if cfg.qk_norm() { Some(ones(hd)?) } else { None },
+                k_norm: if cfg.qk_norm() { Some(ones(hd)?) } else { None },
+                post_norm: ones(h)?,
+                gate_proj: lin(cfg.intermediate_size, h, s_in, false)?,
+                up_proj: lin(cfg.intermediate_size, h, s_in, false)?,
+                down_proj: lin(h, cfg.intermediate_size, s_ff, false)?,
+            });
+        }
+        let embed = mat(cfg.vocab_size, h, 1.0)?;
+        let lm_head = if cfg.tie_embeddings {
+            embed.clone()
+        } else {
+            mat(cfg.vocab_size, h, s_in)?
+        };
+        let norm = ones(h)?;
+        Self::assemble(cfg, embed, layers, norm, lm_head, device, dtype)
+    }
+
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// Number of parameters (tied embeddings counted once).
+    pub fn num_params(&self) -> usize {
+        let mut n = self.embed.elem_count() + self.norm.elem_count();
+        if !self.cfg.tie_embeddings {
+            n += self.lm_head.elem_count();
+        }
+        for l in &self.layers {
+            for lin in [
+                &l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj,
+            ] {
+                n += lin.weight.elem_count() + lin.bias.as_ref().map_or(0, |b| b.elem_count());
+            }
+            n += l.input_norm.elem_count() + l.post_norm.elem_count();
+        }
+        n
+    }
+
+    /// Causal forward over `tokens` at positions 0.. returning the KV cache
+    /// (a shared prefix).
+    pub fn prefill(&self, tokens: &[u32]) -> Result<KvCache> {
+        let positions: Vec<u32> = (0..tokens.len() as u32).collect();
+        let mask = MaskLayout::causal(tokens.len());
+        let out = self.forward(&ForwardInput {
+            tokens,
+            positions: &positions,
+            mask: &mask,
+            prefix: None,
+            readout: &[],
+            keep_cache: true,
+        })?;
+        Ok(out.cache.expect("keep_cache was requested"))
+    }
+
+    pub fn forward(&self, input: &ForwardInput) -> Result<ForwardOutput> {
+        let n = input.tokens.len();
+        let prefix_len = input.prefix.map_or(0, |c| c.len);
+        if n == 0 {
+            return Err(Error::Input("forward of zero tokens".into()));
+        }
+        if input.positions.len() != n || input.mask.block.len() != n || input.mask.hidden.len() != n {
+            return Err(Error::Input(format!(
+                "forward: {n} tokens but {} positions, {} block ids, {} hidden flags",
+                input.positions.len(),
+                input.mask.block.len(),
+                input.mask.hidden.len()
+            )));
+        }
+        let max_pos = *input.positions.iter().max().unwrap_or(&0) as usize;
+        if max_pos >= self.cfg.context_length || prefix_len + n > self.cfg.context_length {
+            return Err(Error::Input(format!(
+                "{} tokens (largest position {max_pos}) exceed the model's context of {} tokens",
+                prefix_len + n,
+                self.cfg.context_length
+            )));
+        }
+        if let Some(&bad) = input.readout.iter().find(|&&r| r >= n) {
+            return Err(Error::Input(format!("readout index {bad} is outside the {n} tokens")));
+        }
+        if let Some(&bad) = input.tokens.iter().find(|&&t| t as usize >= self.cfg.vocab_size) {
+            return Err(Error::Input(format!(
+                "token id {bad} is outside the vocabulary of {}",
+                self.cfg.vocab_size
+            )));
+        }
+
+        let ids = Tensor::from_slice(input.tokens, n, &self.device)?;
+        let mut x = self.embed.index_select(&ids, 0)?;
+        let (cos, sin) = self.rope_tables(input.positions)?;
+        let mask = input.mask.to_tensor(prefix_len, self.dtype, &self.device)?;
+        let mut cache = input.keep_cache.then(|| Vec::with_capacity(self.layers.len()));
+        for (i, layer) in self.layers.iter().enumerate() {
+            let past = input.prefix.map(|c| &c.layers[i]);
+            let (y, kv) = self.layer_forward(layer, &x, &cos, &sin, &mask, past)?;
+            x = y;
+            if let Some(c) = cache.as_mut() {
+                c.push(kv);
+            }
+        }
+        let logits = if input.readout.is_empty() {
+            Tensor::zeros((0, self.cfg.vocab_size), DType::F32, &self.device)?
+        } else {
+            let idx: Vec<u32> = input.readout.iter().map(|&r| r as u32).collect();
+            let idx = Tensor::from_vec(idx, input.readout.len(), &self.device)?;
+            let h = self.rms_norm(&x.index_select(&idx, 0)?, &self.norm)?;
+            h.matmul(&self.lm_head.t()?)?.to_dtype(DType::F32)?
+        };
+        Ok(ForwardOutput {
+            logits,
+            cache: cache.map(|layers| KvCache {
+                layers,
+                len: prefix_len + n,
+            }),
+        })
+    }
+
+    fn rope_tables(&self, positions: &[u32]) -> Result<(Tensor, Tensor)> {
+        let pos: Vec<f32> = positions.iter().map(|&p| p as f32).collect();
+        let pos = Tensor::from_vec(pos, (positions.len(), 1), &self.device)?;
+        let freqs = pos.broadcast_mul(&self.inv_freq)?;
+        Ok((
+            freqs.cos()?.to_dtype(self.dtype)?,
+            freqs.sin()?.to_dtype(self.dtype)?,
+        ))
+    }
+
+    fn rms_norm(&self, x: &Tensor, w: &Tensor) -> Result<Tensor> {
+        let eps = self.cfg.rms_norm_eps;
+        Ok(match self.kernels {
+            Kernels::Fused => candle_nn::ops::rms_norm(&x.contiguous()?, w, eps as f32)?,
+            Kernels::Composite => {
+                let x32 = x.to_dtype(DType::F32)?;
+                let ms = x32.sqr()?.mean_keepdim(D::Minus1)?;
+                let normed = x32.broadcast_div(&(ms + eps)?.sqrt()?)?;
+                normed.to_dtype(x.dtype())?.broadcast_mul(w)?
+            }
+        })
+    }
+
+    fn rope(&self, x: &Tensor, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
+        Ok(match self.kernels {
+            Kernels::Fused => candle_nn::rotary_emb::rope(&x.contiguous()?, cos, sin)?,
+            Kernels::Composite => candle_nn::rotary_emb::rope_slow(x, cos, sin)?,
+        })
+    }
+
+    fn softmax(&self, x: &Tensor) -> Result<Tensor> {
+        Ok(match self.kernels {
+            Kernels::Fused => candle_nn::ops::softmax_last_dim(x)?,
+            Kernels::Composite => {
+                let max = x.max_keepdim(D::Minus1)?.detach();
+                let e = x.broadcast_sub(&max)?.exp()?;
+                e.broadcast_div(&e.sum_keepdim(D::Minus1)?)?
+            }
+        })
+    }
+
+    fn layer_forward(
+        &self,
+        l: &Layer,
+        x: &Tensor,
+        cos: &Tensor,
+        sin: &Tensor,
+        mask: &Tensor,
+        past: Option<&(Tensor, Tensor)>,
+    ) -> Result<(Tensor, (Tensor, Tensor))> {
+        let cfg = &self.cfg;
+        let (n, _) = x.dims2()?;
+        let (nh, nkv, hd) = (cfg.num_heads, cfg.num_kv_heads, cfg.head_dim);
+        let rep = nh / nkv;
+
+        let h = self.rms_norm(x, &l.input_norm)?;
+        let heads = |t: Tensor, count: usize, norm: &Option<Tensor>| -> Result<Tensor> {
+            let t = t.reshape((n, count, hd))?;
+            let t = match norm {
+                Some(w) => self.rms_norm(&t, w)?,
+                None => t,
+            };
+            Ok(t.transpose(0, 1)?.contiguous()?.unsqueeze(0)?)
+        };
+        let q = heads(l.q_proj.forward(&h)?, nh, &l.q_norm)?;
+        let k = heads(l.k_proj.forward(&h)?, nkv, &l.k_norm)?;
+        let v = heads(l.v_proj.forward(&h)?, nkv, &None)?;
+        let q = self.rope(&q, cos, sin)?;
+        let k = self.rope(&k, cos, sin)?;
+        let (k, v) = match past {
+            Some((pk, pv)) => (Tensor::cat(&[pk, &k], 2)?, Tensor::cat(&[pv, &v], 2)?),
+            None => (k, v),
+        };
+        let nk = k.dim(2)?;
+        // Grouped-query attention without copying k/v: the `rep` query heads of
+        // one kv head are stacked along the sequence axis.
+        let q = q.reshape((1, nkv, rep * n, hd))?;
+        let scale = 1.0 / (hd as f64).sqrt();
+        let scores = (q.matmul(&k.t()?)? * scale)?;
+        let scores = scores
+            .reshape((nkv, rep, n, nk))?
+            .broadcast_add(mask)?;
+        let probs = self.softmax(&scores)?.reshape((1, nkv, rep * n, nk))?;
+        let attn = probs.matmul(&v)?; // [1, nkv, rep*n, hd]
+        let attn = attn
+            .reshape((nh, n, hd))?
+            .transpose(0, 1)?
+            .reshape((n, nh * hd))?;
+        let x = (x + l.o_proj.forward(&attn)?)?;
+
+        let h = self.rms_norm(&x, &l.post_norm)?;
+        let gate = l.gate_proj.forward(&h)?;
+        let act = (gate.silu()? * l.up_proj.forward(&h)?)?;
+        let x = (&x + l.down_proj.forward(&act)?)?;
+        Ok((x, (k, v)))
+    }
+}
+
+/// SplitMix64 with Box-Muller: a tiny, documented generator so that random
+/// test weights are identical on every platform and device.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn uniform(&mut self) -> f64 {
+        ((self.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    }
+
+    fn normal(&mut self) -> f32 {
+        let (u1, u2) = (self.uniform(), self.uniform());
+        ((-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()) as f32
+    }
+}

@@ -1,0 +1,187 @@
+//! Properties of the masked, position-explicit forward on tiny random models
+//! of each family (fast; no model file needed).
+
+use ocrank_engine::{Arch, DType, Decoder, Device, ForwardInput, Kernels, MaskLayout, ModelConfig};
+
+fn model(arch: Arch) -> Decoder {
+    Decoder::random(ModelConfig::tiny(arch), 7, DType::F32, &Device::Cpu).unwrap()
+}
+
+fn tokens(n: usize, salt: u32) -> Vec<u32> {
+    (0..n as u32).map(|i| (i * 7 + salt * 13 + 3) % 64).collect()
+}
+
+fn logits(m: &Decoder, input: &ForwardInput) -> Vec<Vec<f32>> {
+    m.forward(input).unwrap().logits.to_vec2::<f32>().unwrap()
+}
+
+fn max_diff(a: &[Vec<f32>], b: &[Vec<f32>]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter()
+        .flatten()
+        .zip(b.iter().flatten())
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
+}
+
+fn causal(m: &Decoder, toks: &[u32], readout: &[usize]) -> Vec<Vec<f32>> {
+    let pos: Vec<u32> = (0..toks.len() as u32).collect();
+    logits(
+        m,
+        &ForwardInput {
+            tokens: toks,
+            positions: &pos,
+            mask: &MaskLayout::causal(toks.len()),
+            prefix: None,
+            readout,
+            keep_cache: false,
+        },
+    )
+}
+
+const ARCHS: [Arch; 3] = [Arch::Llama, Arch::Qwen2, Arch::Qwen3];
+
+#[test]
+fn prefix_cache_equals_one_full_forward() {
+    for arch in ARCHS {
+        let m = model(arch);
+        let all = tokens(20, 1);
+        let full = causal(&m, &all, &[12, 15, 19]);
+        let cache = m.prefill(&all[..10]).unwrap();
+        let pos: Vec<u32> = (10..20).collect();
+        let rest = logits(
+            &m,
+            &ForwardInput {
+                tokens: &all[10..],
+                positions: &pos,
+                mask: &MaskLayout::causal(10),
+                prefix: Some(&cache),
+                readout: &[2, 5, 9],
+                keep_cache: false,
+            },
+        );
+        assert!(max_diff(&full, &rest) < 1e-4, "{arch:?}");
+    }
+}
+
+#[test]
+fn blocks_with_restarted_positions_equal_separate_forwards() {
+    for arch in ARCHS {
+        let m = model(arch);
+        let prefix = tokens(8, 2);
+        let cache = m.prefill(&prefix).unwrap();
+        let blocks = [tokens(5, 3), tokens(7, 4), tokens(4, 5)];
+        // One forward: blocks side by side, positions restart at 8.
+        let mut toks = Vec::new();
+        let mut pos = Vec::new();
+        let mut block = Vec::new();
+        let mut readout = Vec::new();
+        for (b, bt) in blocks.iter().enumerate() {
+            readout.push(toks.len() + bt.len() - 1);
+            toks.extend(bt);
+            pos.extend((0..bt.len() as u32).map(|i| 8 + i));
+            block.extend(std::iter::repeat_n(b as u32, bt.len()));
+        }
+        let mask = MaskLayout { hidden: vec![false; toks.len()], block };
+        let joint = logits(
+            &m,
+            &ForwardInput {
+                tokens: &toks,
+                positions: &pos,
+                mask: &mask,
+                prefix: Some(&cache),
+                readout: &readout,
+                keep_cache: false,
+            },
+        );
+        // Separately: prefix + block as one causal sequence.
+        let separate: Vec<Vec<f32>> = blocks
+            .iter()
+            .map(|bt| {
+                let seq: Vec<u32> = prefix.iter().chain(bt).copied().collect();
+                causal(&m, &seq, &[seq.len() - 1]).remove(0)
+            })
+            .collect();
+        assert!(max_diff(&joint, &separate) < 1e-4, "{arch:?}");
+    }
+}
+
+#[test]
+fn hidden_keys_do_not_reach_later_tokens() {
+    let m = model(Arch::Llama);
+    let mut a = tokens(12, 6);
+    let mut hidden = vec![false; 12];
+    hidden[4] = true;
+    let pos: Vec<u32> = (0..12).collect();
+    let mask = MaskLayout { block: vec![0; 12], hidden };
+    let read = |t: &[u32]| {
+        logits(
+            &m,
+            &ForwardInput {
+                tokens: t,
+                positions: &pos,
+                mask: &mask,
+                prefix: None,
+                readout: &[3, 8, 11],
+                keep_cache: false,
+            },
+        )
+    };
+    let before = read(&a);
+    a[4] = (a[4] + 1) % 64;
+    let after = read(&a);
+    assert!(max_diff(&before, &after) < 1e-6, "a hidden token leaked");
+    // Control: without hiding, the same change is visible.
+    let open = causal(&m, &a, &[8]);
+    a[4] = (a[4] + 63) % 64;
+    assert!(max_diff(&open, &causal(&m, &a, &[8])) > 1e-4);
+}
+
+#[test]
+fn composite_kernels_match_fused() {
+    for arch in ARCHS {
+        let mut m = model(arch);
+        let toks = tokens(16, 8);
+        let fused = causal(&m, &toks, &[3, 15]);
+        m.kernels = Kernels::Composite;
+        let composite = causal(&m, &toks, &[3, 15]);
+        assert!(max_diff(&fused, &composite) < 1e-4, "{arch:?}");
+    }
+}
+
+#[test]
+fn logits_only_at_readout_positions() {
+    let m = model(Arch::Qwen3);
+    let out = causal(&m, &tokens(9, 9), &[0, 4]);
+    assert_eq!(out.len(), 2);
+    assert_eq!(out[0].len(), 64);
+}
+
+#[test]
+fn inputs_beyond_context_or_vocabulary_are_errors() {
+    let m = model(Arch::Llama);
+    let toks = tokens(4, 1);
+    let pos = vec![0, 1, 2, 300];
+    let err = m
+        .forward(&ForwardInput {
+            tokens: &toks,
+            positions: &pos,
+            mask: &MaskLayout::causal(4),
+            prefix: None,
+            readout: &[3],
+            keep_cache: false,
+        })
+        .unwrap_err();
+    assert!(err.to_string().contains("context"), "{err}");
+    let err = m
+        .forward(&ForwardInput {
+            tokens: &[1, 2, 99],
+            positions: &[0, 1, 2],
+            mask: &MaskLayout::causal(3),
+            prefix: None,
+            readout: &[2],
+            keep_cache: false,
+        })
+        .unwrap_err();
+    assert!(err.to_string().contains("vocabulary"), "{err}");
+}
