@@ -31,9 +31,12 @@ impl ChatTemplate {
     pub fn new(source: &str, bos_token: &str, eos_token: &str) -> Result<Self> {
         let mut env = Environment::new();
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
-        env.add_function("raise_exception", |msg: String| -> std::result::Result<String, minijinja::Error> {
-            Err(minijinja::Error::new(ErrorKind::InvalidOperation, msg))
-        });
+        env.add_function(
+            "raise_exception",
+            |msg: String| -> std::result::Result<String, minijinja::Error> {
+                Err(minijinja::Error::new(ErrorKind::InvalidOperation, msg))
+            },
+        );
         env.add_template_owned("chat", source.to_string())
             .map_err(|e| Error::Template(e.to_string()))?;
         Ok(ChatTemplate {

@@ -100,7 +100,7 @@ impl ModelConfig {
             head_dim: 8,
             rope_theta: 10000.0,
             rms_norm_eps: 1e-6,
-            context_length: 256,
+            context_length: 2048,
             tie_embeddings: arch != Arch::Qwen2,
         }
     }

@@ -243,7 +243,10 @@ mod tests {
             hf_name("blk.0.attn_k.bias").unwrap(),
             "model.layers.0.self_attn.k_proj.bias"
         );
-        assert_eq!(hf_name("token_embd.weight").unwrap(), "model.embed_tokens.weight");
+        assert_eq!(
+            hf_name("token_embd.weight").unwrap(),
+            "model.embed_tokens.weight"
+        );
         assert!(hf_name("rope_freqs.weight").is_none());
     }
 

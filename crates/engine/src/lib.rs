@@ -5,6 +5,7 @@
 //! ids and an attention layout into next-token logits at chosen positions.
 //! `ocrank-score` builds prompts and reads slots on top of it.
 
+pub mod attention;
 pub mod chat;
 pub mod config;
 pub mod error;
@@ -99,10 +100,14 @@ impl Engine {
         let source = match &tc["chat_template"] {
             serde_json::Value::String(s) => s.clone(),
             _ => std::fs::read_to_string(dir.join("chat_template.jinja")).map_err(|_| {
-                Error::model(dir, "no chat template (tokenizer_config.json chat_template or chat_template.jinja)")
+                Error::model(
+                    dir,
+                    "no chat template (tokenizer_config.json chat_template or chat_template.jinja)",
+                )
             })?,
         };
-        let template = ChatTemplate::new(&source, &token_str("bos_token"), &token_str("eos_token"))?;
+        let template =
+            ChatTemplate::new(&source, &token_str("bos_token"), &token_str("eos_token"))?;
         let mut tensors = safetensors::load_tensors(dir, dtype, device)?;
         let decoder = Decoder::from_tensors(cfg, &mut tensors, device)
             .map_err(|e| Error::model(dir, e.to_string()))?;

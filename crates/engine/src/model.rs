@@ -16,6 +16,7 @@ use std::collections::HashMap;
 
 use candle_core::{DType, Device, Tensor, D};
 
+use crate::attention::{masked_softmax_fused, plan_chunks, Chunk};
 use crate::config::ModelConfig;
 use crate::error::{Error, Result};
 
@@ -87,23 +88,6 @@ impl MaskLayout {
 
     pub fn allowed(&self, q: usize, k: usize) -> bool {
         k == q || (k < q && self.block[k] == self.block[q] && !self.hidden[k])
-    }
-
-    /// Additive mask `[n, prefix_len + n]`: 0 where attention is allowed,
-    /// -inf elsewhere.
-    fn to_tensor(&self, prefix_len: usize, dtype: DType, device: &Device) -> Result<Tensor> {
-        let n = self.block.len();
-        let nk = prefix_len + n;
-        let mut data = vec![0f32; n * nk];
-        for q in 0..n {
-            let row = &mut data[q * nk + prefix_len..(q + 1) * nk];
-            for (k, v) in row.iter_mut().enumerate() {
-                if !self.allowed(q, k) {
-                    *v = f32::NEG_INFINITY;
-                }
-            }
-        }
-        Ok(Tensor::from_vec(data, (n, nk), device)?.to_dtype(dtype)?)
     }
 }
 
@@ -200,7 +184,9 @@ impl Decoder {
         }
         let norm = take("model.norm.weight".into())?;
         let lm_head = if cfg.tie_embeddings {
-            tensors.remove("lm_head.weight").unwrap_or_else(|| embed.clone())
+            tensors
+                .remove("lm_head.weight")
+                .unwrap_or_else(|| embed.clone())
         } else {
             take("lm_head.weight".into())?
         };
@@ -266,7 +252,12 @@ impl Decoder {
                 q_proj: lin(cfg.num_heads * hd, h, s_in, ab)?,
                 k_proj: lin(cfg.num_kv_heads * hd, h, s_in, ab)?,
                 v_proj: lin(cfg.num_kv_heads * hd, h, s_in, ab)?,
-                o_proj: lin(h, cfg.num_heads * hd, 1.0 / ((cfg.num_heads * hd) as f32).sqrt(), false)?,
+                o_proj: lin(
+                    h,
+                    cfg.num_heads * hd,
+                    1.0 / ((cfg.num_heads * hd) as f32).sqrt(),
+                    false,
+                )?,
                 q_norm: if cfg.qk_norm() { Some(ones(hd)?) } else { None },
                 k_norm: if cfg.qk_norm() { Some(ones(hd)?) } else { None },
                 post_norm: ones(h)?,
@@ -301,7 +292,13 @@ impl Decoder {
         }
         for l in &self.layers {
             for lin in [
-                &l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj,
+                &l.q_proj,
+                &l.k_proj,
+                &l.v_proj,
+                &l.o_proj,
+                &l.gate_proj,
+                &l.up_proj,
+                &l.down_proj,
             ] {
                 n += lin.weight.elem_count() + lin.bias.as_ref().map_or(0, |b| b.elem_count());
             }
@@ -332,7 +329,8 @@ impl Decoder {
         if n == 0 {
             return Err(Error::Input("forward of zero tokens".into()));
         }
-        if input.positions.len() != n || input.mask.block.len() != n || input.mask.hidden.len() != n {
+        if input.positions.len() != n || input.mask.block.len() != n || input.mask.hidden.len() != n
+        {
             return Err(Error::Input(format!(
                 "forward: {n} tokens but {} positions, {} block ids, {} hidden flags",
                 input.positions.len(),
@@ -349,9 +347,15 @@ impl Decoder {
             )));
         }
         if let Some(&bad) = input.readout.iter().find(|&&r| r >= n) {
-            return Err(Error::Input(format!("readout index {bad} is outside the {n} tokens")));
+            return Err(Error::Input(format!(
+                "readout index {bad} is outside the {n} tokens"
+            )));
         }
-        if let Some(&bad) = input.tokens.iter().find(|&&t| t as usize >= self.cfg.vocab_size) {
+        if let Some(&bad) = input
+            .tokens
+            .iter()
+            .find(|&&t| t as usize >= self.cfg.vocab_size)
+        {
             return Err(Error::Input(format!(
                 "token id {bad} is outside the vocabulary of {}",
                 self.cfg.vocab_size
@@ -361,13 +365,16 @@ impl Decoder {
         let ids = Tensor::from_slice(input.tokens, n, &self.device)?;
         let mut x = self.embed.index_select(&ids, 0)?;
         let (cos, sin) = self.rope_tables(input.positions)?;
-        let mask = input.mask.to_tensor(prefix_len, self.dtype, &self.device)?;
-        let mut cache = input.keep_cache.then(|| Vec::with_capacity(self.layers.len()));
+        let chunks = plan_chunks(input.mask, prefix_len, self.dtype, &self.device)?;
+        let mut cache = input
+            .keep_cache
+            .then(|| Vec::with_capacity(self.layers.len()));
         for (i, layer) in self.layers.iter().enumerate() {
             let past = input.prefix.map(|c| &c.layers[i]);
-            let (y, kv) = self.layer_forward(layer, &x, &cos, &sin, &mask, past)?;
+            let (y, kv) =
+                self.layer_forward(layer, &x, &cos, &sin, &chunks, past, input.keep_cache)?;
             x = y;
-            if let Some(c) = cache.as_mut() {
+            if let (Some(c), Some(kv)) = (cache.as_mut(), kv) {
                 c.push(kv);
             }
         }
@@ -418,15 +425,22 @@ impl Decoder {
         })
     }
 
-    fn softmax(&self, x: &Tensor) -> Result<Tensor> {
-        Ok(match self.kernels {
-            Kernels::Fused => candle_nn::ops::softmax_last_dim(x)?,
+    /// softmax(scores + mask) over keys; `scores` is `[1, kv, rep * rows, keys]`.
+    fn masked_softmax(&self, scores: &Tensor, mask: &Tensor) -> Result<Tensor> {
+        match self.kernels {
+            Kernels::Fused => masked_softmax_fused(scores, mask),
             Kernels::Composite => {
+                let (_, nkv, rr, nk) = scores.dims4()?;
+                let rows = mask.dim(0)?;
+                let x = scores
+                    .reshape((nkv, rr / rows, rows, nk))?
+                    .broadcast_add(mask)?;
                 let max = x.max_keepdim(D::Minus1)?.detach();
                 let e = x.broadcast_sub(&max)?.exp()?;
-                e.broadcast_div(&e.sum_keepdim(D::Minus1)?)?
+                Ok(e.broadcast_div(&e.sum_keepdim(D::Minus1)?)?
+                    .reshape((1, nkv, rr, nk))?)
             }
-        })
+        }
     }
 
     fn layer_forward(
@@ -435,9 +449,10 @@ impl Decoder {
         x: &Tensor,
         cos: &Tensor,
         sin: &Tensor,
-        mask: &Tensor,
+        chunks: &[Chunk],
         past: Option<&(Tensor, Tensor)>,
-    ) -> Result<(Tensor, (Tensor, Tensor))> {
+        keep: bool,
+    ) -> Result<(Tensor, Option<(Tensor, Tensor)>)> {
         let cfg = &self.cfg;
         let (n, _) = x.dims2()?;
         let (nh, nkv, hd) = (cfg.num_heads, cfg.num_kv_heads, cfg.head_dim);
@@ -457,32 +472,58 @@ impl Decoder {
         let v = heads(l.v_proj.forward(&h)?, nkv, &None)?;
         let q = self.rope(&q, cos, sin)?;
         let k = self.rope(&k, cos, sin)?;
-        let (k, v) = match past {
-            Some((pk, pv)) => (Tensor::cat(&[pk, &k], 2)?, Tensor::cat(&[pv, &v], 2)?),
-            None => (k, v),
+        let (k_new, v_new) = (k, v);
+        // Grouped-query attention without copying k/v: the `rep` query heads
+        // of one kv head are stacked along the row axis. The scale is folded
+        // into q.
+        let q = (q * (1.0 / (hd as f64).sqrt()))?;
+        let mut outs = Vec::with_capacity(chunks.len());
+        for c in chunks {
+            let qc = q.narrow(2, c.q_start, c.q_len)?.contiguous()?.reshape((
+                1,
+                nkv,
+                rep * c.q_len,
+                hd,
+            ))?;
+            let (kc, vc) = match past {
+                Some((pk, pv)) => (
+                    Tensor::cat(&[pk, &k_new.narrow(2, c.k_start, c.k_len)?], 2)?,
+                    Tensor::cat(&[pv, &v_new.narrow(2, c.k_start, c.k_len)?], 2)?,
+                ),
+                None => (
+                    k_new.narrow(2, c.k_start, c.k_len)?,
+                    v_new.narrow(2, c.k_start, c.k_len)?,
+                ),
+            };
+            let scores = qc.matmul(&kc.t()?)?;
+            let probs = self.masked_softmax(&scores, &c.mask)?;
+            let o = probs.matmul(&vc.contiguous()?)?; // [1, nkv, rep*len, hd]
+            outs.push(
+                o.reshape((nh, c.q_len, hd))?
+                    .transpose(0, 1)?
+                    .reshape((c.q_len, nh * hd))?,
+            );
+        }
+        let attn = if outs.len() == 1 {
+            outs.pop().expect("one chunk")
+        } else {
+            Tensor::cat(&outs, 0)?
         };
-        let nk = k.dim(2)?;
-        // Grouped-query attention without copying k/v: the `rep` query heads of
-        // one kv head are stacked along the sequence axis.
-        let q = q.reshape((1, nkv, rep * n, hd))?;
-        let scale = 1.0 / (hd as f64).sqrt();
-        let scores = (q.matmul(&k.t()?)? * scale)?;
-        let scores = scores
-            .reshape((nkv, rep, n, nk))?
-            .broadcast_add(mask)?;
-        let probs = self.softmax(&scores)?.reshape((1, nkv, rep * n, nk))?;
-        let attn = probs.matmul(&v)?; // [1, nkv, rep*n, hd]
-        let attn = attn
-            .reshape((nh, n, hd))?
-            .transpose(0, 1)?
-            .reshape((n, nh * hd))?;
         let x = (x + l.o_proj.forward(&attn)?)?;
 
         let h = self.rms_norm(&x, &l.post_norm)?;
         let gate = l.gate_proj.forward(&h)?;
         let act = (gate.silu()? * l.up_proj.forward(&h)?)?;
         let x = (&x + l.down_proj.forward(&act)?)?;
-        Ok((x, (k, v)))
+        let kv = match (keep, past) {
+            (false, _) => None,
+            (true, Some((pk, pv))) => Some((
+                Tensor::cat(&[pk, &k_new], 2)?,
+                Tensor::cat(&[pv, &v_new], 2)?,
+            )),
+            (true, None) => Some((k_new, v_new)),
+        };
+        Ok((x, kv))
     }
 }
 

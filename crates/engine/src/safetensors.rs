@@ -61,7 +61,10 @@ pub fn read_config(dir: &Path) -> Result<ModelConfig> {
         })?;
     if let Some(s) = &hf.rope_scaling {
         if !s.is_null() {
-            return Err(Error::model(&path, format!("rope_scaling {s} is not supported")));
+            return Err(Error::model(
+                &path,
+                format!("rope_scaling {s} is not supported"),
+            ));
         }
     }
     Ok(ModelConfig {

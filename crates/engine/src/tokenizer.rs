@@ -43,7 +43,9 @@ fn pre_tokenizer(pre: &str) -> Option<Json> {
         "smollm" | "starcoder" | "refact" | "command-r" | "codeshell" | "exaone" => {
             seq(vec![split(r"\p{N}"), byte_level(true)])
         }
-        "qwen2" | "stablelm2" | "deepseek-r1-qwen" => seq(vec![split(QWEN2_REGEX), byte_level(false)]),
+        "qwen2" | "stablelm2" | "deepseek-r1-qwen" => {
+            seq(vec![split(QWEN2_REGEX), byte_level(false)])
+        }
         "llama3" | "llama-bpe" | "smaug-bpe" => seq(vec![split(LLAMA3_REGEX), byte_level(false)]),
         _ => return None,
     })
@@ -71,7 +73,9 @@ impl Tokenizer {
             let v = gguf
                 .meta(key)
                 .ok_or_else(|| gguf.err(format!("metadata {key} is missing")))?;
-            let arr = v.to_vec().map_err(|_| gguf.err(format!("{key} is not an array")))?;
+            let arr = v
+                .to_vec()
+                .map_err(|_| gguf.err(format!("{key} is not an array")))?;
             arr.iter()
                 .map(|x| match x {
                     Value::String(s) => Ok(s.clone()),

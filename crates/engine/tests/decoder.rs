@@ -8,7 +8,9 @@ fn model(arch: Arch) -> Decoder {
 }
 
 fn tokens(n: usize, salt: u32) -> Vec<u32> {
-    (0..n as u32).map(|i| (i * 7 + salt * 13 + 3) % 64).collect()
+    (0..n as u32)
+        .map(|i| (i * 7 + salt * 13 + 3) % 64)
+        .collect()
 }
 
 fn logits(m: &Decoder, input: &ForwardInput) -> Vec<Vec<f32>> {
@@ -82,7 +84,10 @@ fn blocks_with_restarted_positions_equal_separate_forwards() {
             pos.extend((0..bt.len() as u32).map(|i| 8 + i));
             block.extend(std::iter::repeat_n(b as u32, bt.len()));
         }
-        let mask = MaskLayout { hidden: vec![false; toks.len()], block };
+        let mask = MaskLayout {
+            hidden: vec![false; toks.len()],
+            block,
+        };
         let joint = logits(
             &m,
             &ForwardInput {
@@ -113,7 +118,10 @@ fn hidden_keys_do_not_reach_later_tokens() {
     let mut hidden = vec![false; 12];
     hidden[4] = true;
     let pos: Vec<u32> = (0..12).collect();
-    let mask = MaskLayout { block: vec![0; 12], hidden };
+    let mask = MaskLayout {
+        block: vec![0; 12],
+        hidden,
+    };
     let read = |t: &[u32]| {
         logits(
             &m,
@@ -161,7 +169,7 @@ fn logits_only_at_readout_positions() {
 fn inputs_beyond_context_or_vocabulary_are_errors() {
     let m = model(Arch::Llama);
     let toks = tokens(4, 1);
-    let pos = vec![0, 1, 2, 300];
+    let pos = vec![0, 1, 2, 3000];
     let err = m
         .forward(&ForwardInput {
             tokens: &toks,
@@ -184,4 +192,29 @@ fn inputs_beyond_context_or_vocabulary_are_errors() {
         })
         .unwrap_err();
     assert!(err.to_string().contains("vocabulary"), "{err}");
+}
+
+#[test]
+fn long_sequences_agree_across_chunkings() {
+    // 700 tokens are attended in row chunks; a cached prefix of 333 shifts
+    // every chunk boundary. Both must give the same logits.
+    for arch in ARCHS {
+        let m = model(arch);
+        let all: Vec<u32> = (0..700u32).map(|i| (i * 31 + 7) % 64).collect();
+        let full = causal(&m, &all, &[100, 400, 699]);
+        let cache = m.prefill(&all[..333]).unwrap();
+        let pos: Vec<u32> = (333..700).collect();
+        let rest = logits(
+            &m,
+            &ForwardInput {
+                tokens: &all[333..],
+                positions: &pos,
+                mask: &MaskLayout::causal(367),
+                prefix: Some(&cache),
+                readout: &[400 - 333, 699 - 333],
+                keep_cache: false,
+            },
+        );
+        assert!(max_diff(&full[1..], &rest) < 1e-4, "{arch:?}");
+    }
 }
