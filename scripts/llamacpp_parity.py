@@ -119,46 +119,23 @@ def load(path, n_ctx, threads):
 
 
 def check_tokens(args, w, ids, n_prefix, grade_ids):
-    """Independent tokenizer check: llama.cpp's tokenization of `text` must
-    equal our ids. With --allow-prefix-split, a difference only at the
-    prefix/body boundary is accepted (our prefix is tokenized on its own, for
-    its KV cache), provided each segment tokenizes exactly as ours does."""
+    """Independent tokenizer check: llama.cpp's tokenization of the whole
+    `text` must equal our ids (we tokenize the prompt's segments separately,
+    the prefix on its own for its KV cache; this proves the cuts are clean)."""
     vocab = Llama(model_path=args.model, vocab_only=True, verbose=False)
     tokenize = lambda s: vocab.tokenize(s.encode("utf-8"), add_bos=False, special=True)
     for g, gid in enumerate(grade_ids):
         piece = vocab.detokenize([gid]).decode("utf-8")
         assert piece.strip() == str(g), (g, gid, piece)
     text_ids = tokenize(w["text"])
-    if text_ids == ids:
-        log(f"tokenization matches llama.cpp ({len(ids)} ids)")
-        return {"text_ids": text_ids, "report": {"text_tokenization_matches": True}}
-    first = next((i for i, (a, b) in enumerate(zip(text_ids, ids)) if a != b), min(len(text_ids), len(ids)))
-    msg = (f"llama.cpp tokenizes `text` differently at index {first} (prefix has {n_prefix} ids): "
-           f"llama.cpp {text_ids[first:first + 6]} vs ocrank {ids[first:first + 6]} "
-           f"(lengths {len(text_ids)} vs {len(ids)})")
-    if not args.allow_prefix_split:
-        raise SystemExit(msg + "; rerun with --allow-prefix-split to accept a difference at the prefix/body boundary")
-    log(msg)
-    prefix = vocab.detokenize(w["prefix_tokens"], special=True).decode("utf-8")
-    assert w["text"].startswith(prefix), "the prefix ids do not decode to a prefix of `text`"
-    body = w["text"][len(prefix):]
-    assert tokenize(prefix) == w["prefix_tokens"], "llama.cpp tokenizes the prefix differently"
-    assert tokenize(body) == w["tokens"], "llama.cpp tokenizes the body differently"
-    # The difference must be confined to the boundary: the sequences agree
-    # before it and, aligned from the end, after it.
-    tail = 0
-    while tail < min(len(text_ids), len(ids)) and text_ids[-1 - tail] == ids[-1 - tail]:
-        tail += 1
-    assert first <= n_prefix <= len(ids) - tail, (first, tail, n_prefix)
-    log("each segment tokenizes exactly as ours; the difference is only at the prefix/body boundary")
-    return {"text_ids": text_ids, "report": {
-        "text_tokenization_matches": False,
-        "segments_tokenization_match": True,
-        "first_difference": first,
-        "llamacpp_ids": text_ids[first:len(text_ids) - tail],
-        "ocrank_ids": ids[first:len(ids) - tail],
-        "prefix_text_end": prefix[-30:],
-    }}
+    if text_ids != ids:
+        first = next((i for i, (a, b) in enumerate(zip(text_ids, ids)) if a != b), min(len(text_ids), len(ids)))
+        raise SystemExit(
+            f"llama.cpp tokenizes `text` differently at index {first} (prefix has {n_prefix} ids): "
+            f"llama.cpp {text_ids[first:first + 6]} vs ocrank {ids[first:first + 6]} "
+            f"(lengths {len(text_ids)} vs {len(ids)})")
+    log(f"tokenization matches llama.cpp ({len(ids)} ids)")
+    return {"text_ids": text_ids, "report": {"text_tokenization_matches": True}}
 
 
 def grade_dists(llm, ids, positions, grade_ids):
@@ -187,8 +164,6 @@ def main():
     ap.add_argument("--jsonl", help="use this `ocrank prompts --tokens` output instead of running ocrank")
     ap.add_argument("--out", default=DEFAULT_OUT)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--allow-prefix-split", action="store_true",
-                    help="accept a tokenization difference confined to the prefix/body boundary (recorded)")
     args = ap.parse_args()
     if args.jsonl:
         args.jsonl = os.path.abspath(args.jsonl)

@@ -5,7 +5,11 @@ use clap::{Parser, Subcommand};
 mod cmd;
 
 #[derive(Parser)]
-#[command(name = "ocrank", version, about = "Order-consistent LLM scoring: score, audit and evaluate batched pointwise scorers.")]
+#[command(
+    name = "ocrank",
+    version,
+    about = "Order-consistent LLM scoring: score, audit and evaluate batched pointwise scorers."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -17,6 +21,8 @@ enum Command {
     Eval(cmd::eval::Args),
     /// Score pools with a local LLM (batched, pointwise or invariant).
     Score(cmd::score::Args),
+    /// Export the permutation plan and rendered windows for an external scorer.
+    Prompts(cmd::prompts::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -24,5 +30,6 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Eval(args) => cmd::eval::run(args),
         Command::Score(args) => cmd::score::run(args),
+        Command::Prompts(args) => cmd::prompts::run(args),
     }
 }

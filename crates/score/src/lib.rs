@@ -12,4 +12,4 @@ pub mod scorer;
 pub use error::{Error, Result};
 pub use prompt::{clean_text, PromptConfig, Task, Template};
 pub use readout::{GradeDist, Readout};
-pub use scorer::{Cost, Mode, QueryContext, ScoreConfig, Scorer, Sequence};
+pub use scorer::{Cost, Mode, QueryContext, QueryText, ScoreConfig, Scorer, Sequence};

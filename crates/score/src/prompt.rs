@@ -9,9 +9,11 @@
 //!
 //! A batched window is `prefix + candidates + tail + slots`; an invariant
 //! block is `candidate[1] + tail + slot[1]`, exactly what a width-1 prompt
-//! holds after its prefix. Segments are tokenized separately; every segment
-//! boundary falls after a newline, where byte-level BPE pre-tokenizers never
-//! merge, so the concatenation equals tokenizing the whole text (tested, and
+//! holds after its prefix. Segments are tokenized separately. Every segment
+//! ends in exactly one newline after a non-space character: byte-level BPE
+//! pre-tokenizers then cut the whole text at the same places (a segment
+//! ending in `"\n\n"` would not: alone it is one token, before `[` two), so
+//! the concatenation equals tokenizing the whole text (tested on DL19, and
 //! checked against llama.cpp's tokenization in the parity fixture).
 
 use ocrank_engine::{Engine, Message};
@@ -71,6 +73,7 @@ struct TaskText {
     instruction: &'static str,
     query_label: &'static str,
     item: &'static str,
+    items_label: &'static str,
     rubric: &'static str,
 }
 
@@ -80,18 +83,21 @@ fn task_text(task: Task) -> TaskText {
             instruction: "Grade how relevant each document is to the search query.",
             query_label: "Query",
             item: "document",
+            items_label: "Documents",
             rubric: "3 = answers the query directly and completely\n2 = strongly relevant but incomplete\n1 = weakly relevant or background\n0 = not relevant",
         },
         Task::Qa => TaskText {
             instruction: "Grade how well each passage supports answering the question.",
             query_label: "Question",
             item: "passage",
+            items_label: "Passages",
             rubric: "3 = contains the answer or a fact needed to reach it\n2 = strongly related and partly supporting\n1 = on the topic but not supporting\n0 = unrelated",
         },
         Task::Response => TaskText {
             instruction: "Grade the quality of each response to the prompt.",
             query_label: "Prompt",
             item: "response",
+            items_label: "Responses",
             rubric: "3 = follows the instruction fully, correct and helpful\n2 = mostly follows it, with minor flaws\n1 = partly follows it, with major flaws\n0 = fails to follow the instruction",
         },
     }
@@ -142,20 +148,49 @@ impl PromptConfig {
     fn instructions(&self) -> String {
         let t = task_text(self.task);
         format!(
-            "Judge every {item} on its own, regardless of the other {item}s and of their order.\nGrades:\n{rubric}\nAnswer with one line per {item}, in order, in the form [<id>] Grade: <0|1|2|3>",
+            "Judge every {item} on its own, regardless of the other {item}s and of their order.\nRubric:\n{rubric}\nAnswer with one line per {item}, in order, in the form [<id>] Grade: <0|1|2|3>",
             item = t.item,
             rubric = t.rubric,
         )
     }
 
-    /// The candidate line of slot `slot` (1-based).
+    /// The candidate line of slot `slot` (1-based). An empty text (CapCal's
+    /// probe) gives `[i]` alone: no segment ends in two whitespace characters.
     pub fn candidate_line(&self, slot: usize, text: &str) -> String {
-        format!("[{slot}] {}\n", clean_text(text, self.max_chars))
+        let text = clean_text(text, self.max_chars);
+        if text.is_empty() {
+            format!("[{slot}]\n")
+        } else {
+            format!("[{slot}] {text}\n")
+        }
     }
 
     /// The slot line of slot `slot` (1-based), with the placeholder grade.
     pub fn slot_line(&self, slot: usize) -> String {
         format!("[{slot}] Grade: {}\n", self.placeholder)
+    }
+
+    /// The whole text of a batched window (prefix, candidates, tail, slots).
+    pub fn window_text(&self, text: &PromptText, candidates: &[&str]) -> String {
+        let mut out = text.prefix.clone();
+        for (i, c) in candidates.iter().enumerate() {
+            out.push_str(&self.candidate_line(i + 1, c));
+        }
+        out.push_str(&text.tail);
+        for i in 0..candidates.len() {
+            out.push_str(&self.slot_line(i + 1));
+        }
+        out
+    }
+
+    /// An invariant block: what a width-1 prompt holds after its prefix.
+    pub fn block_text(&self, text: &PromptText, candidate: &str) -> String {
+        format!(
+            "{}{}{}",
+            self.candidate_line(1, candidate),
+            text.tail,
+            self.slot_line(1)
+        )
     }
 
     /// Renders the chat template around the user message and cuts it into
@@ -165,14 +200,15 @@ impl PromptConfig {
         let query = clean_text(query, self.max_chars);
         let head = match self.template {
             Template::Standard => format!(
-                "{}\n{}: {query}\n\n",
-                t.instruction, t.query_label
+                "{}\n{}: {query}\n\n{}:\n",
+                t.instruction, t.query_label, t.items_label
             ),
             Template::Compact => format!(
-                "{}\n{}\n\n{}: {query}\n\n",
+                "{}\n{}\n\n{}: {query}\n\n{}:\n",
                 t.instruction,
                 self.instructions(),
-                t.query_label
+                t.query_label,
+                t.items_label
             ),
         };
         let foot = match self.template {
@@ -183,15 +219,16 @@ impl PromptConfig {
         // cut there; the marker never reaches the model.
         const MARK: &str = "\u{1}OCRANK-CANDIDATES\u{1}";
         let user = format!("{head}{MARK}{foot}");
-        let rendered = engine
-            .template
-            .render(&[Message::new("system", self.system.clone()), Message::new("user", user)])?;
+        let rendered = engine.template.render(&[
+            Message::new("system", self.system.clone()),
+            Message::new("user", user),
+        ])?;
         let (prefix, tail) = rendered
             .split_once(MARK)
             .ok_or_else(|| Error::Prompt("the chat template dropped the user message".into()))?;
-        if !prefix.ends_with('\n') {
+        if !prefix.ends_with('\n') || prefix[..prefix.len() - 1].ends_with(char::is_whitespace) {
             return Err(Error::Prompt(
-                "the prompt prefix must end with a newline (segment boundary)".into(),
+                "the prompt prefix must end in exactly one newline (segment boundary)".into(),
             ));
         }
         Ok(PromptText {

@@ -31,7 +31,11 @@ impl GradeDist {
     }
 
     pub fn expected_grade(&self) -> f64 {
-        self.probs.iter().enumerate().map(|(g, p)| g as f64 * p).sum()
+        self.probs
+            .iter()
+            .enumerate()
+            .map(|(g, p)| g as f64 * p)
+            .sum()
     }
 
     /// Entropy divided by ln 4, in [0, 1].
@@ -117,7 +121,10 @@ mod tests {
 
     #[test]
     fn readouts() {
-        let d = GradeDist { probs: [0.1, 0.2, 0.3, 0.4], mass: 1.0 };
+        let d = GradeDist {
+            probs: [0.1, 0.2, 0.3, 0.4],
+            mass: 1.0,
+        };
         assert!((Readout::Expected.score(&d) - 2.0 / 3.0).abs() < 1e-12);
         assert!((Readout::PGe2.score(&d) - 0.7).abs() < 1e-12);
         assert_eq!(Readout::Argmax.score(&d), 1.0);
@@ -137,16 +144,28 @@ mod tests {
     #[test]
     fn capcal_removes_the_probe_prior() {
         // A flat reading pulled away from the probe's favourite grade.
-        let p = GradeDist { probs: [0.25; 4], mass: 1.0 };
-        let probe = GradeDist { probs: [0.7, 0.1, 0.1, 0.1], mass: 1.0 };
+        let p = GradeDist {
+            probs: [0.25; 4],
+            mass: 1.0,
+        };
+        let probe = GradeDist {
+            probs: [0.7, 0.1, 0.1, 0.1],
+            mass: 1.0,
+        };
         let c = p.calibrated(&probe, 1.0);
         assert!(c.probs[0] < 0.25 && c.probs[1] > 0.25);
         assert!((c.probs.iter().sum::<f64>() - 1.0).abs() < 1e-12);
         // A confident reading (entropy 0) is left alone.
-        let sure = GradeDist { probs: [0.0, 0.0, 0.0, 1.0], mass: 1.0 };
+        let sure = GradeDist {
+            probs: [0.0, 0.0, 0.0, 1.0],
+            mass: 1.0,
+        };
         assert_eq!(sure.calibrated(&probe, 1.0).probs, sure.probs);
         // A uniform probe changes nothing.
-        let flat = GradeDist { probs: [0.25; 4], mass: 1.0 };
+        let flat = GradeDist {
+            probs: [0.25; 4],
+            mass: 1.0,
+        };
         assert_eq!(p.calibrated(&flat, 1.0).probs, p.probs);
     }
 }

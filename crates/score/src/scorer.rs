@@ -36,7 +36,9 @@ impl std::str::FromStr for Mode {
             "batched" => Ok(Mode::Batched),
             "pointwise" => Ok(Mode::Pointwise),
             "invariant" => Ok(Mode::Invariant),
-            _ => Err(format!("unknown mode {s:?} (batched, pointwise, invariant)")),
+            _ => Err(format!(
+                "unknown mode {s:?} (batched, pointwise, invariant)"
+            )),
         }
     }
 }
@@ -101,11 +103,18 @@ pub struct Sequence {
     pub readout: Vec<usize>,
 }
 
-/// A query's rendered prefix and its KV cache, computed once and shared by
-/// every window and permutation of the query.
-pub struct QueryContext {
+/// A query's rendered prompt segments and their tokens.
+#[derive(Debug, Clone)]
+pub struct QueryText {
+    pub text: crate::prompt::PromptText,
     pub prefix_tokens: Vec<u32>,
     pub tail_tokens: Vec<u32>,
+}
+
+/// A query's prompt and the KV cache of its prefix, computed once and shared
+/// by every window and permutation of the query.
+pub struct QueryContext {
+    pub query: QueryText,
     pub cache: KvCache,
     probes: Mutex<HashMap<usize, Vec<GradeDist>>>,
 }
@@ -138,7 +147,9 @@ impl<'e> Scorer<'e> {
             return Err(Error::Prompt("width must be at least 1".into()));
         }
         if cfg.prompt.placeholder.is_empty() {
-            return Err(Error::Prompt("the placeholder grade must not be empty".into()));
+            return Err(Error::Prompt(
+                "the placeholder grade must not be empty".into(),
+            ));
         }
         let mut scorer = Scorer {
             engine,
@@ -156,7 +167,12 @@ impl<'e> Scorer<'e> {
 
     fn describe(&self, ids: &[u32]) -> String {
         ids.iter()
-            .map(|&id| format!("{:?}", self.engine.tokenizer.decode(&[id]).unwrap_or_default()))
+            .map(|&id| {
+                format!(
+                    "{:?}",
+                    self.engine.tokenizer.decode(&[id]).unwrap_or_default()
+                )
+            })
             .collect::<Vec<_>>()
             .join(" ")
     }
@@ -221,8 +237,8 @@ impl<'e> Scorer<'e> {
         Ok(s)
     }
 
-    /// Renders and prefills the query's shared prefix.
-    pub fn prepare(&self, query: &str) -> Result<QueryContext> {
+    /// Renders and tokenizes the query's prompt segments.
+    pub fn query_text(&self, query: &str) -> Result<QueryText> {
         let text = self.cfg.prompt.render(self.engine, query)?;
         let prefix_tokens = self.engine.tokenizer.encode_ids(&text.prefix)?;
         let tail_tokens = self.engine.tokenizer.encode_ids(&text.tail)?;
@@ -233,10 +249,19 @@ impl<'e> Scorer<'e> {
                 prefix_tokens.len()
             )));
         }
-        let cache = self.engine.decoder.prefill(&prefix_tokens)?;
-        Ok(QueryContext {
+        Ok(QueryText {
+            text,
             prefix_tokens,
             tail_tokens,
+        })
+    }
+
+    /// Renders the query's prompt and prefills its shared prefix.
+    pub fn prepare(&self, query: &str) -> Result<QueryContext> {
+        let query = self.query_text(query)?;
+        let cache = self.engine.decoder.prefill(&query.prefix_tokens)?;
+        Ok(QueryContext {
+            query,
             cache,
             probes: Mutex::new(HashMap::new()),
         })
@@ -250,7 +275,7 @@ impl<'e> Scorer<'e> {
     }
 
     /// The batched sequence of a window: candidates, tail, slot lines.
-    pub fn batched_sequence(&self, ctx: &QueryContext, texts: &[&str]) -> Result<Sequence> {
+    pub fn batched_sequence(&self, q: &QueryText, texts: &[&str]) -> Result<Sequence> {
         let mut seq = Sequence::default();
         let push = |seq: &mut Sequence, toks: &[u32], hidden_at: Option<usize>| {
             for (i, &t) in toks.iter().enumerate() {
@@ -261,7 +286,7 @@ impl<'e> Scorer<'e> {
         for (i, text) in texts.iter().enumerate() {
             push(&mut seq, &self.candidate_tokens(i + 1, text)?, None);
         }
-        push(&mut seq, &ctx.tail_tokens, None);
+        push(&mut seq, &q.tail_tokens, None);
         for i in 0..texts.len() {
             let line = self.slot_line(i + 1)?;
             let at = seq.tokens.len();
@@ -269,7 +294,7 @@ impl<'e> Scorer<'e> {
             let hide = self.cfg.hide_placeholders.then_some(line.placeholder);
             push(&mut seq, &line.tokens, hide);
         }
-        let p = ctx.cache.len as u32;
+        let p = q.prefix_tokens.len() as u32;
         seq.positions = (0..seq.tokens.len() as u32).map(|i| p + i).collect();
         seq.block = vec![0; seq.tokens.len()];
         Ok(seq)
@@ -277,24 +302,25 @@ impl<'e> Scorer<'e> {
 
     /// The invariant sequence of a window: one width-1 block per candidate,
     /// each with its own block id and positions restarting at the prefix.
-    pub fn invariant_sequence(&self, ctx: &QueryContext, texts: &[&str]) -> Result<Sequence> {
+    pub fn invariant_sequence(&self, q: &QueryText, texts: &[&str]) -> Result<Sequence> {
         let line = self.slot_line(1)?;
         let mut seq = Sequence::default();
-        let p = ctx.cache.len as u32;
+        let p = q.prefix_tokens.len() as u32;
         for (b, text) in texts.iter().enumerate() {
             let cand = self.candidate_tokens(1, text)?;
             let start = seq.tokens.len();
             seq.tokens.extend(&cand);
-            seq.tokens.extend(&ctx.tail_tokens);
+            seq.tokens.extend(&q.tail_tokens);
             let slot_at = seq.tokens.len();
             seq.tokens.extend(&line.tokens);
             seq.readout.push(slot_at + line.readout);
             let len = seq.tokens.len() - start;
             seq.positions.extend((0..len as u32).map(|i| p + i));
             seq.block.extend(std::iter::repeat_n(b as u32, len));
-            seq.hidden.extend((0..len).map(|i| {
-                self.cfg.hide_placeholders && start + i == slot_at + line.placeholder
-            }));
+            seq.hidden
+                .extend((0..len).map(|i| {
+                    self.cfg.hide_placeholders && start + i == slot_at + line.placeholder
+                }));
         }
         Ok(seq)
     }
@@ -321,7 +347,10 @@ impl<'e> Scorer<'e> {
             readout: &seq.readout,
             keep_cache: false,
         })?;
-        let logits = out.logits.to_vec2::<f32>().map_err(ocrank_engine::Error::from)?;
+        let logits = out
+            .logits
+            .to_vec2::<f32>()
+            .map_err(ocrank_engine::Error::from)?;
         Ok(logits
             .iter()
             .map(|row| GradeDist::from_logits(row, &self.grade_ids))
@@ -332,26 +361,32 @@ impl<'e> Scorer<'e> {
     pub fn read_window(&self, ctx: &QueryContext, texts: &[&str]) -> Result<WindowScores> {
         match self.cfg.mode {
             Mode::Batched => {
-                let seq = self.batched_sequence(ctx, texts)?;
+                let seq = self.batched_sequence(&ctx.query, texts)?;
                 let dists = self.run(ctx, &seq)?;
                 Ok(WindowScores {
                     dists,
-                    cost: Cost { forwards: 1, tokens: seq.tokens.len() },
+                    cost: Cost {
+                        forwards: 1,
+                        tokens: seq.tokens.len(),
+                    },
                 })
             }
             Mode::Invariant => {
-                let seq = self.invariant_sequence(ctx, texts)?;
+                let seq = self.invariant_sequence(&ctx.query, texts)?;
                 let dists = self.run(ctx, &seq)?;
                 Ok(WindowScores {
                     dists,
-                    cost: Cost { forwards: 1, tokens: seq.tokens.len() },
+                    cost: Cost {
+                        forwards: 1,
+                        tokens: seq.tokens.len(),
+                    },
                 })
             }
             Mode::Pointwise => {
                 let mut dists = Vec::with_capacity(texts.len());
                 let mut cost = Cost::default();
                 for text in texts {
-                    let seq = self.invariant_sequence(ctx, &[text])?;
+                    let seq = self.invariant_sequence(&ctx.query, &[text])?;
                     dists.extend(self.run(ctx, &seq)?);
                     cost.forwards += 1;
                     cost.tokens += seq.tokens.len();

@@ -1,2 +1,4 @@
+pub mod common;
 pub mod eval;
+pub mod prompts;
 pub mod score;

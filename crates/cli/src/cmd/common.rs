@@ -1,0 +1,134 @@
+//! Flags shared by every command that scores: the model and the scorer
+//! settings of SPEC.md section 2.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use ocrank_data::Pool;
+use ocrank_engine::{DType, Device, Engine};
+use ocrank_plan::Partition;
+use ocrank_score::{Mode, PromptConfig, Readout, ScoreConfig, Task, Template};
+
+/// Where the README's set-up command puts the default model (SPEC.md section 7).
+pub const DEFAULT_MODEL: &str = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct ModelArgs {
+    /// Model: a GGUF file (F32, F16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K, ...) or a
+    /// Hugging Face directory (config.json, tokenizer.json, *.safetensors).
+    #[arg(long, value_name = "PATH", default_value = DEFAULT_MODEL)]
+    pub model: PathBuf,
+}
+
+impl ModelArgs {
+    pub fn load(&self) -> anyhow::Result<Engine> {
+        let device = Device::Cpu;
+        Engine::load(&self.model, DType::F32, &device)
+            .with_context(|| format!("loading model {}", self.model.display()))
+    }
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct ScorerArgs {
+    /// Window width B: candidates scored together in one prompt.
+    #[arg(long, default_value_t = 20)]
+    pub width: usize,
+    /// batched (one causal prompt per window), pointwise (B = 1, prefix
+    /// computed once) or invariant (InvariRank blocks, one pass per window).
+    #[arg(long, default_value = "batched")]
+    pub mode: Mode,
+    /// How a pool larger than the width is cut into windows.
+    #[arg(
+        long,
+        default_value = "contiguous",
+        value_name = "contiguous|round-robin"
+    )]
+    pub partition: Partition,
+    /// passage (relevance), qa (supports answering), response (quality).
+    #[arg(long, default_value = "passage")]
+    pub task: Task,
+    /// standard (rubric after the candidates) or compact (rubric first).
+    #[arg(long, default_value = "standard")]
+    pub template: Template,
+    /// Candidate texts are cut to this many characters after collapsing whitespace.
+    #[arg(long, default_value_t = ocrank_score::prompt::DEFAULT_MAX_CHARS)]
+    pub max_chars: usize,
+    /// System message (always given, so the chat template adds none of its own).
+    #[arg(long, default_value = ocrank_score::prompt::DEFAULT_SYSTEM)]
+    pub system: String,
+    /// Placeholder grade written in every slot line before it is read.
+    #[arg(long, default_value = "0")]
+    pub placeholder: String,
+    /// Hide earlier slots' placeholder grades from later tokens.
+    #[arg(long)]
+    pub hide_placeholders: bool,
+    /// Calibrate each slot against a content-free probe (CapCal).
+    #[arg(long)]
+    pub capcal: bool,
+    /// CapCal strength alpha.
+    #[arg(long, default_value_t = 1.0)]
+    pub capcal_alpha: f64,
+    /// expected (E[g]/3), p-ge2 (P(g>=2)) or argmax.
+    #[arg(long, default_value = "expected")]
+    pub readout: Readout,
+}
+
+impl ScorerArgs {
+    pub fn config(&self) -> ScoreConfig {
+        ScoreConfig {
+            prompt: PromptConfig {
+                task: self.task,
+                template: self.template,
+                system: self.system.clone(),
+                max_chars: self.max_chars,
+                placeholder: self.placeholder.clone(),
+            },
+            mode: self.mode,
+            width: self.width,
+            partition: self.partition,
+            hide_placeholders: self.hide_placeholders,
+            capcal: self.capcal.then_some(self.capcal_alpha),
+            readout: self.readout,
+        }
+    }
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct PoolArgs {
+    /// Pools: rank_llm JSON, our JSONL, HotpotQA or LLMBar (format detected).
+    #[arg(long, value_name = "FILE")]
+    pub pools: PathBuf,
+    /// Keep the first N candidates of each pool (first-stage order).
+    #[arg(long, default_value_t = 100)]
+    pub depth: usize,
+    /// Use only the first N queries.
+    #[arg(long, value_name = "N")]
+    pub queries: Option<usize>,
+}
+
+impl PoolArgs {
+    pub fn load(&self) -> anyhow::Result<Vec<Pool>> {
+        load_pools(&self.pools, self.depth, self.queries)
+    }
+}
+
+pub fn load_pools(path: &Path, depth: usize, queries: Option<usize>) -> anyhow::Result<Vec<Pool>> {
+    anyhow::ensure!(depth > 0, "--depth must be at least 1");
+    let pools = ocrank_data::read_pools(path)?;
+    Ok(pools
+        .iter()
+        .take(queries.unwrap_or(usize::MAX))
+        .map(|p| p.truncated(depth))
+        .collect())
+}
+
+pub fn progress_bar(len: u64, what: &str) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(len);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(&format!(
+            "{{spinner}} [{{elapsed_precise}}] {{bar:40}} {{pos}}/{{len}} {what} ({{per_sec}}, ETA {{eta}}) {{msg}}"
+        ))
+        .expect("valid progress template"),
+    );
+    bar
+}
