@@ -21,6 +21,8 @@ enum Command {
     Eval(cmd::eval::Args),
     /// Score pools with a local LLM (batched, pointwise or invariant).
     Score(cmd::score::Args),
+    /// Benchmark the engine's scoring modes side by side on real pools.
+    Bench(cmd::bench::Args),
     /// Export the permutation plan and rendered windows for an external scorer.
     Prompts(cmd::prompts::Args),
 }
@@ -31,5 +33,6 @@ fn main() -> anyhow::Result<()> {
         Command::Eval(args) => cmd::eval::run(args),
         Command::Score(args) => cmd::score::run(args),
         Command::Prompts(args) => cmd::prompts::run(args),
+        Command::Bench(args) => cmd::bench::run(args),
     }
 }
