@@ -11,11 +11,21 @@ print("Command: `scripts/bench_engine.sh` (one run; ratios are what to read, the
 print(f"Model `{eng['model']}` (dequantized to f32), {eng['depth']} candidates per query, "
       f"{eng['configs'][0]['queries']} DL19 query/queries, {eng['threads']} threads; "
       f"measured f32 gemm peak {eng['gemm_peak_gflops']:.0f} GFLOP/s.\n")
-print("| mode | template | B | forwards | tokens/forward | s/forward | s/query | tokens/s | GFLOP | FLOP-bound s | efficiency |")
-print("|---|---|---|---|---|---|---|---|---|---|---|")
+try:
+    cpu = open("/proc/cpuinfo").read()
+    model = next(l.split(":", 1)[1].strip() for l in cpu.splitlines() if l.startswith("model name"))
+    simd = sorted({f for f in cpu.split() if f.startswith(("avx2", "avx512f", "avx512_vnni"))})
+    print(f"CPU: {model}, {os.cpu_count()} cores, SIMD {' '.join(simd) or 'none above SSE'}.\n")
+except (OSError, StopIteration):
+    pass
+print("FLOPs count the projections (2 per multiply-add), attention over the keys each query row may see "
+      "(so causal and block masks count only what they allow) and the output head at the slots only. "
+      "Efficiency = FLOP-bound time at the measured gemm peak / wall time.\n")
+print("| mode | template | B | windows | forwards | tokens/forward | s/window | s/query | tokens/s | GFLOP | FLOP-bound s | efficiency |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 for c in eng["configs"]:
-    print(f"| {c['mode']} | {c['template']} | {c['width']} | {c['forwards']} | {c['tokens_per_forward']:.0f} | "
-          f"{c['seconds_per_forward']:.2f} | {c['seconds_per_query']:.1f} | {c['tokens_per_second']:.0f} | "
+    print(f"| {c['mode']} | {c['template']} | {c['width']} | {c['windows']} | {c['forwards']} | {c['tokens_per_forward']:.0f} | "
+          f"{c['seconds'] / c['windows']:.2f} | {c['seconds_per_query']:.1f} | {c['tokens_per_second']:.0f} | "
           f"{c['gflop']:.0f} | {c['flop_bound_seconds']:.1f} | {c['efficiency']:.0%} |")
 print()
 def ratio(a, b, what):
