@@ -27,8 +27,18 @@ enum Command {
     Prompts(cmd::prompts::Args),
 }
 
-fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
+/// Errors print as one line: what failed, then its causes after colons.
+fn main() -> std::process::ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Eval(args) => cmd::eval::run(args),
         Command::Score(args) => cmd::score::run(args),

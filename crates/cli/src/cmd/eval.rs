@@ -77,6 +77,14 @@ pub struct Args {
     /// Seed of the bootstrap.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+
+    /// Evaluate batched self-consistency BSC@K (SPEC.md section 4): average
+    /// each candidate over K permutations. Permutations g*K .. (g+1)*K form
+    /// group g; the G = M / K groups' averages take the place of the
+    /// permutations, so tau-PSI and overlap measure BSC@K's own stability
+    /// (absent with a single group, never reported as 0).
+    #[arg(long, value_name = "K", requires = "scores")]
+    pub bsc: Option<usize>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -102,7 +110,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 
     let (report, input_kind, input) = match (&args.run, &args.scores) {
         (Some(path), None) => (eval_run(path, &qrels.by_query, &cfg)?, "run", path),
-        (None, Some(path)) => (eval_scores(path, &qrels.by_query, &cfg)?, "scores", path),
+        (None, Some(path)) => (
+            eval_scores(path, &qrels.by_query, &cfg, args.bsc)?,
+            "scores",
+            path,
+        ),
         _ => bail!("give exactly one of --run FILE or --scores FILE"),
     };
 
@@ -136,6 +148,7 @@ fn eval_scores(
     path: &Path,
     qrels: &BTreeMap<String, ocrank_metrics::Judgments>,
     cfg: &EvalConfig,
+    bsc: Option<usize>,
 ) -> anyhow::Result<Report> {
     let records = ocrank_data::read_scores(path)
         .with_context(|| format!("reading scores {}", path.display()))?;
@@ -156,8 +169,51 @@ fn eval_scores(
             );
         }
     }
-    let queries: Vec<ScoresQuery> = by_qid.into_values().collect();
+    let mut queries: Vec<ScoresQuery> = by_qid.into_values().collect();
+    if let Some(k) = bsc {
+        queries =
+            bsc_groups(queries, k).with_context(|| format!("{}: --bsc {k}", path.display()))?;
+    }
     evaluate_scores(&queries, qrels, cfg).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}
+
+/// Replaces each query's permutations by the averages of its BSC groups of
+/// K permutations (permutations g*K .. (g+1)*K become group g).
+fn bsc_groups(queries: Vec<ScoresQuery>, k: usize) -> anyhow::Result<Vec<ScoresQuery>> {
+    anyhow::ensure!(k >= 1, "K must be at least 1");
+    let mut out = Vec::with_capacity(queries.len());
+    let mut dropped = 0;
+    let mut groups_seen = None;
+    for q in queries {
+        let m = q.permutations.keys().max().map_or(0, |&i| i + 1);
+        let g = m / k;
+        anyhow::ensure!(
+            g >= 1,
+            "query {:?} has {m} permutations, fewer than K",
+            q.qid
+        );
+        dropped += m - g * k;
+        let averaged = ocrank_metrics::bsc::group_averages(
+            &q.permutations,
+            (0..g).map(|i| i * k..(i + 1) * k),
+        )
+        .map_err(|e| anyhow::anyhow!("query {:?}: {e}", q.qid))?;
+        groups_seen = Some(groups_seen.map_or(g, |x: usize| x.min(g)));
+        out.push(ScoresQuery {
+            qid: q.qid,
+            permutations: averaged.into_iter().enumerate().collect(),
+        });
+    }
+    eprintln!(
+        "note: BSC@{k}: {} group(s) of {k} permutations per query{}",
+        groups_seen.unwrap_or(0),
+        if dropped > 0 {
+            format!("; {dropped} permutation(s) beyond the last full group left out")
+        } else {
+            String::new()
+        }
+    );
+    Ok(out)
 }
 
 /// Skipped and ignored queries are never silent.
