@@ -1,6 +1,6 @@
 //! `ocrank prompts`: export the permutation plan and the rendered windows, so
 //! that an external scorer (an API model, another engine) can score exactly
-//! what ocrank would, and `ocrank audit --scores` can evaluate its answers.
+//! what ocrank would, and `ocrank eval --scores` can evaluate its answers.
 
 use std::io::Write;
 use std::path::PathBuf;
