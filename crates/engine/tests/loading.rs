@@ -245,3 +245,24 @@ fn missing_corrupt_and_unsupported_model_files_are_errors() {
     let err = ocrank_engine::safetensors::read_config(&hf).err().unwrap();
     assert!(err.to_string().contains("not supported"), "{err}");
 }
+
+#[test]
+fn an_unsupported_tensor_type_is_an_error_naming_the_tensor() {
+    let dir = tempfile::tempdir().unwrap();
+    let reference = Decoder::random(cfg(), 3, DType::F32, &Device::Cpu).unwrap();
+    let path = dir.path().join("q81.gguf");
+    write_gguf(&path, &reference, GgmlDType::Q8_0);
+    // Patch one tensor's type field to Q8_1 (ggml type 9), a type llama.cpp
+    // uses only for activations. The field follows the name, n_dims (u32)
+    // and the two dims (u64 each).
+    let mut bytes = std::fs::read(&path).unwrap();
+    let name = b"blk.1.ffn_up.weight";
+    let at = bytes.windows(name.len()).position(|w| w == name).unwrap() + name.len() + 4 + 16;
+    assert_eq!(u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()), 8, "Q8_0 expected");
+    bytes[at..at + 4].copy_from_slice(&9u32.to_le_bytes());
+    std::fs::write(&path, &bytes).unwrap();
+    let gguf = GgufFile::open(&path).unwrap();
+    let err = gguf.load_tensors(&cfg(), DType::F32, &Device::Cpu).err().unwrap();
+    let msg = err.to_string();
+    assert!(msg.contains("blk.1.ffn_up.weight") && msg.contains("unsupported type"), "{msg}");
+}
