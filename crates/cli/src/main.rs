@@ -17,6 +17,9 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Audit a scorer: score pools under M permutations (resumable) and report
+    /// ranking quality and decision stability.
+    Audit(cmd::audit::Args),
     /// Evaluate a TREC run or a scores file against qrels (trec_eval semantics).
     Eval(cmd::eval::Args),
     /// Score pools with a local LLM (batched, pointwise or invariant).
@@ -40,6 +43,7 @@ fn main() -> std::process::ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
+        Command::Audit(args) => cmd::audit::run(args),
         Command::Eval(args) => cmd::eval::run(args),
         Command::Score(args) => cmd::score::run(args),
         Command::Prompts(args) => cmd::prompts::run(args),

@@ -1,3 +1,4 @@
+pub mod audit;
 pub mod bench;
 pub mod common;
 pub mod eval;

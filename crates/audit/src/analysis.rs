@@ -1,0 +1,355 @@
+//! From stored scores to the audit's measures and its Markdown report.
+
+use std::collections::BTreeMap;
+
+use ocrank_metrics::report::{evaluate_scores, EvalConfig, Report, ScoresQuery};
+use ocrank_metrics::stats::Bootstrap;
+use ocrank_metrics::{Judgments, Scores};
+use serde::Serialize;
+
+use crate::store::Store;
+
+/// What the audit measured and how.
+#[derive(Debug, Clone, Serialize)]
+pub struct AuditSpec {
+    /// Permutations M for the instability measures (0 .. M).
+    pub permutations: usize,
+    /// Largest K of the BSC@K curve (each K needs at least 2 groups).
+    pub bsc_max_k: Option<usize>,
+    /// Permutations scored in all (max of M and the BSC plan).
+    pub scored_permutations: usize,
+    pub bootstrap_resamples: usize,
+    pub seed: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SlotProfile {
+    pub slot: usize,
+    pub count: usize,
+    pub mean_score: f64,
+    pub mean_mass: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BscPoint {
+    pub k: usize,
+    pub groups: usize,
+    pub report: Report,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Cost {
+    pub windows: usize,
+    pub forwards: usize,
+    pub tokens: usize,
+    pub tokens_per_forward: f64,
+    /// Sum of the windows' scoring times (across resumed runs).
+    pub scoring_seconds: f64,
+    pub seconds_per_window: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Analysis {
+    /// Ranking quality and stability over permutations 0 .. M.
+    pub main: Report,
+    pub bsc: Vec<BscPoint>,
+    pub slot_profile: Vec<SlotProfile>,
+    /// Share of the score variance explained by the slot.
+    pub slot_r2: f64,
+    /// Mean nDCG@10 of random orders of the same pools (judged collections).
+    pub random_ndcg_at_10: Option<f64>,
+    pub cost: Cost,
+    pub warnings: Vec<String>,
+}
+
+/// Scores by query then permutation, from the store.
+pub fn scores_by_query(store: &Store) -> BTreeMap<String, BTreeMap<usize, Scores>> {
+    let mut out: BTreeMap<String, BTreeMap<usize, Scores>> = BTreeMap::new();
+    for (_, w) in store.windows() {
+        for r in &w.records {
+            out.entry(r.qid.clone())
+                .or_default()
+                .entry(r.permutation)
+                .or_default()
+                .insert(r.candidate.clone(), r.score);
+        }
+    }
+    out
+}
+
+fn queries(
+    by_q: &BTreeMap<String, BTreeMap<usize, Scores>>,
+    pick: impl Fn(&BTreeMap<usize, Scores>) -> BTreeMap<usize, Scores>,
+) -> Vec<ScoresQuery> {
+    by_q.iter()
+        .map(|(q, perms)| ScoresQuery {
+            qid: q.clone(),
+            permutations: pick(perms),
+        })
+        .collect()
+}
+
+/// Without judgments: tau-PSI (with its tie share) and the retained-set
+/// overlap at a threshold frozen at the median canonical score of the
+/// collection (documented in report.md).
+fn label_free(qs: &[ScoresQuery], cfg: &EvalConfig) -> Report {
+    let mut canonical: Vec<f64> = qs
+        .iter()
+        .filter_map(|q| q.permutations.get(&0))
+        .flat_map(|s| s.values().copied())
+        .collect();
+    canonical.sort_by(f64::total_cmp);
+    let t = canonical.get(canonical.len() / 2).copied().unwrap_or(0.5);
+    let mut r = Report {
+        num_queries: qs.len(),
+        permutations: qs.iter().map(|q| q.permutations.len()).max(),
+        ..Default::default()
+    };
+    let mut cols: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    for q in qs {
+        let perms: Vec<&Scores> = q.permutations.values().collect();
+        let mut row = BTreeMap::new();
+        if let Some(tp) = ocrank_metrics::stability::tau_psi(&perms) {
+            row.insert("tau_psi", tp.tau_psi);
+            row.insert("tied_pair_share", tp.tied_share);
+        }
+        if let Some(o) = ocrank_metrics::threshold::retained_set_overlap(&perms, t) {
+            row.insert("retained_set_overlap_at_median", o);
+        }
+        for (k, v) in row {
+            cols.entry(k).or_default().push(v);
+            r.per_query
+                .entry(q.qid.clone())
+                .or_default()
+                .insert(k.to_string(), v);
+        }
+    }
+    for (k, vals) in cols {
+        r.metrics.push(k.to_string());
+        r.collection
+            .insert(k.to_string(), vals.iter().sum::<f64>() / vals.len() as f64);
+        if let Some(b) = cfg.bootstrap {
+            if let Some(i) = ocrank_metrics::stats::bootstrap_mean(&vals, b) {
+                r.ci.insert(k.to_string(), [i.low, i.high]);
+            }
+        }
+    }
+    r.collection.insert("label_free_threshold".into(), t);
+    r
+}
+
+/// Mean nDCG@10 over `draws` seeded random orders per query.
+fn random_ndcg(
+    pools: &BTreeMap<String, Vec<String>>,
+    qrels: &BTreeMap<String, Judgments>,
+    seed: u64,
+) -> f64 {
+    let draws = 50;
+    let mut sum = 0.0;
+    let mut n = 0;
+    for (qid, ids) in pools {
+        let Some(j) = qrels.get(qid) else { continue };
+        for d in 0..draws {
+            let order = ocrank_plan::permutation(seed ^ 0x5eed, qid, ids.len(), d + 1);
+            let ranking: Vec<&str> = order.iter().map(|&i| ids[i].as_str()).collect();
+            sum += ocrank_metrics::ndcg::ndcg_at_k(&ranking, j, 10);
+            n += 1;
+        }
+    }
+    if n == 0 {
+        0.0
+    } else {
+        sum / n as f64
+    }
+}
+
+/// Analyses a finished (or partial) audit. `pools` maps query id to the
+/// candidate ids scored (for the random baseline).
+pub fn analyse(
+    store: &Store,
+    spec: &AuditSpec,
+    pools: &BTreeMap<String, Vec<String>>,
+    qrels: &BTreeMap<String, Judgments>,
+) -> Result<Analysis, String> {
+    let by_q = scores_by_query(store);
+    let cfg = EvalConfig {
+        cutoffs: vec![10],
+        bootstrap: (spec.bootstrap_resamples > 0).then_some(Bootstrap {
+            resamples: spec.bootstrap_resamples,
+            seed: spec.seed,
+            level: 0.95,
+        }),
+    };
+    let m = spec.permutations;
+    let main = evaluate_scores(
+        &queries(&by_q, |p| {
+            p.range(..m).map(|(i, s)| (*i, s.clone())).collect()
+        }),
+        qrels,
+        &cfg,
+    )?;
+    let mut bsc = Vec::new();
+    if let Some(kmax) = spec.bsc_max_k {
+        for k in 1..=kmax {
+            let groups = spec.scored_permutations / k;
+            if groups < 2 {
+                break;
+            }
+            let qs = queries(&by_q, |p| {
+                ocrank_metrics::bsc::group_averages(p, (0..groups).map(|g| g * k..(g + 1) * k))
+                    .unwrap_or_default()
+                    .into_iter()
+                    .enumerate()
+                    .collect()
+            });
+            let report = if qrels.is_empty() {
+                label_free(&qs, &cfg)
+            } else {
+                evaluate_scores(&qs, qrels, &cfg)?
+            };
+            bsc.push(BscPoint { k, groups, report });
+        }
+    }
+    // Slot profile and the share of variance the slot explains.
+    let mut by_slot: BTreeMap<usize, (usize, f64, f64)> = BTreeMap::new();
+    let (mut all, mut cost) = (Vec::new(), (0, 0, 0, 0.0));
+    for (key, w) in store.windows() {
+        if key.permutation >= m {
+            continue;
+        }
+        cost.0 += 1;
+        cost.1 += w.forwards;
+        cost.2 += w.tokens;
+        cost.3 += w.seconds;
+        for r in &w.records {
+            let e = by_slot.entry(r.slot).or_default();
+            e.0 += 1;
+            e.1 += r.score;
+            e.2 += r.mass;
+            all.push((r.slot, r.score));
+        }
+    }
+    let slot_profile: Vec<SlotProfile> = by_slot
+        .iter()
+        .map(|(&slot, &(count, s, mass))| SlotProfile {
+            slot,
+            count,
+            mean_score: s / count as f64,
+            mean_mass: mass / count as f64,
+        })
+        .collect();
+    let mean = all.iter().map(|x| x.1).sum::<f64>() / all.len().max(1) as f64;
+    let total: f64 = all.iter().map(|x| (x.1 - mean).powi(2)).sum();
+    let between: f64 = slot_profile
+        .iter()
+        .map(|p| p.count as f64 * (p.mean_score - mean).powi(2))
+        .sum();
+    let slot_r2 = if total > 0.0 { between / total } else { 0.0 };
+    let mut warnings = Vec::new();
+    if slot_r2 > 0.5 {
+        warnings.push(format!(
+            "No content signal: the slot explains {:.0}% of the score variance; the scorer grades by position, not by content.",
+            100.0 * slot_r2
+        ));
+    }
+    let random_ndcg_at_10 = (!qrels.is_empty()).then(|| random_ndcg(pools, qrels, spec.seed));
+    if let (Some(r), Some(&mean_ndcg)) = (random_ndcg_at_10, main.collection.get("ndcg_at_10_mean"))
+    {
+        if mean_ndcg < r + 0.02 {
+            warnings.push(format!(
+                "No content signal: under permutation nDCG@10 ({mean_ndcg:.4}) is no better than a random order of the same pools ({r:.4}); its canonical-order value only reflects the first-stage order."
+            ));
+        }
+    }
+    Ok(Analysis {
+        main,
+        bsc,
+        slot_profile,
+        slot_r2,
+        random_ndcg_at_10,
+        cost: Cost {
+            windows: cost.0,
+            forwards: cost.1,
+            tokens: cost.2,
+            tokens_per_forward: cost.2 as f64 / cost.1.max(1) as f64,
+            scoring_seconds: cost.3,
+            seconds_per_window: cost.3 / cost.0.max(1) as f64,
+        },
+        warnings,
+    })
+}
+
+fn fmt_metric(r: &Report, name: &str) -> String {
+    match (r.collection.get(name), r.ci.get(name)) {
+        (Some(v), Some([lo, hi])) => format!("{v:.4} [{lo:.4}, {hi:.4}]"),
+        (Some(v), None) => format!("{v:.4}"),
+        _ => "n/a".into(),
+    }
+}
+
+/// The Markdown report: tables a reader can paste into a paper.
+pub fn render_markdown(
+    a: &Analysis,
+    title: &str,
+    command: &str,
+    settings: &serde_json::Value,
+) -> String {
+    let mut s = format!("# Audit: {title}\n\nCommand: `{command}`\n\n");
+    s.push_str(&format!(
+        "Settings: `{}`\n\n",
+        serde_json::to_string(settings).unwrap_or_default()
+    ));
+    for w in &a.warnings {
+        s.push_str(&format!("> **Warning.** {w}\n\n"));
+    }
+    let r = &a.main;
+    s.push_str(&format!(
+        "## Ranking quality and decision stability ({} queries, M = {} permutations; 95% bootstrap intervals)\n\n",
+        r.num_queries,
+        r.permutations.unwrap_or(0)
+    ));
+    s.push_str("| measure | value |\n|---|---|\n");
+    for m in &r.metrics {
+        s.push_str(&format!("| {m} | {} |\n", fmt_metric(r, m)));
+    }
+    if let Some(t) = &r.threshold {
+        s.push_str(&format!(
+            "\nFrozen F1 threshold t = {:.4} (tuned on the canonical order; mean F1 {:.4} over {} queries).\n",
+            t.t, t.mean_f1, t.tuning_queries
+        ));
+    }
+    if let Some(rn) = a.random_ndcg_at_10 {
+        s.push_str(&format!(
+            "\nRandom order of the same pools: nDCG@10 = {rn:.4}.\n"
+        ));
+    }
+    if !a.bsc.is_empty() {
+        s.push_str("\n## BSC@K (stability across G disjoint groups of K permutations)\n\n| K | G | nDCG@10 (mean over groups) | tau-PSI | retained-set overlap |\n|---|---|---|---|---|\n");
+        for p in &a.bsc {
+            s.push_str(&format!(
+                "| {} | {} | {} | {} | {} |\n",
+                p.k,
+                p.groups,
+                fmt_metric(&p.report, "ndcg_at_10_mean"),
+                fmt_metric(&p.report, "tau_psi"),
+                fmt_metric(&p.report, "retained_set_overlap")
+            ));
+        }
+    }
+    s.push_str(&format!(
+        "\n## Slot profile (slot explains {:.1}% of the score variance)\n\n| slot | n | mean score | mean grade mass |\n|---|---|---|---|\n",
+        100.0 * a.slot_r2
+    ));
+    for p in &a.slot_profile {
+        s.push_str(&format!(
+            "| {} | {} | {:.4} | {:.4} |\n",
+            p.slot, p.count, p.mean_score, p.mean_mass
+        ));
+    }
+    let c = &a.cost;
+    s.push_str(&format!(
+        "\n## Cost\n\n{} windows, {} forward passes, {:.0} tokens per forward, {:.1} s per window ({:.0} s of scoring in all).\n",
+        c.windows, c.forwards, c.tokens_per_forward, c.seconds_per_window, c.scoring_seconds
+    ));
+    s
+}

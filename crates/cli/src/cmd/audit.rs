@@ -1,0 +1,231 @@
+//! `ocrank audit`: score every query's pool under M seeded permutations,
+//! durably (an interrupted audit resumes where it stopped), then report
+//! ranking quality and decision stability (SPEC.md sections 3-4) as
+//! `results.json` and `report.md` in `--out`.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::Context;
+use ocrank_audit::{analysis, Store, StoredWindow, WindowKey};
+use ocrank_plan::PermutationPlan;
+use ocrank_score::Scorer;
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+use super::common::{progress_bar, ModelArgs, PoolArgs, ScorerArgs};
+
+#[derive(clap::Args, Debug)]
+#[command(after_help = "\
+Example (a few minutes on 2 CPU cores):
+  ocrank audit --pools ../shared/data/msmarco/dl19/bm25-top100.json \\
+      --qrels ../shared/data/msmarco/dl19/qrels.txt --queries 5 --depth 20 \\
+      --width 10 --permutations 4 --bsc 2 --out runs/audit-dl19
+
+Scored windows are appended to OUT/windows.jsonl as they finish; rerunning the
+same command after an interruption (even kill -9) scores only what is missing.
+A directory holding an audit with other settings is refused.")]
+pub struct Args {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub pools: PoolArgs,
+    #[command(flatten)]
+    pub scorer: ScorerArgs,
+    /// TREC qrels: enables nDCG, the F1-tuned threshold and retained-set overlap.
+    #[arg(long, value_name = "FILE")]
+    pub qrels: Option<PathBuf>,
+    /// Permutations per pool (M); permutation 0 is the canonical order.
+    #[arg(long, default_value_t = 10)]
+    pub permutations: usize,
+    /// Largest K of the BSC@K curve; K needs 2 disjoint groups of K
+    /// permutations, so max(M, 2K) permutations are scored.
+    #[arg(long, value_name = "K")]
+    pub bsc: Option<usize>,
+    /// Seed of the permutation plan and the bootstrap.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Bootstrap resamples for the 95% intervals.
+    #[arg(long, default_value_t = 10_000)]
+    pub bootstrap: usize,
+    /// Output directory (windows.jsonl, settings.json, results.json, report.md).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+}
+
+fn sha256_file(path: &Path) -> anyhow::Result<String> {
+    if path.is_dir() {
+        return Ok("directory".into());
+    }
+    let mut f = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(format!("{:x}", h.finalize()))
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    anyhow::ensure!(args.permutations >= 1, "--permutations must be at least 1");
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let pools = args.pools.load()?;
+    let qrels = match &args.qrels {
+        Some(p) => ocrank_data::read_qrels(p)?.by_query,
+        None => BTreeMap::new(),
+    };
+    let total_perms = args.permutations.max(args.bsc.map_or(0, |k| 2 * k));
+    let cfg = args.scorer.config();
+    // Everything that determines a score; the permutation count and the
+    // query selection only choose which windows are scored.
+    let settings = json!({
+        "model_sha256": sha256_file(&args.model.model)?,
+        "pools_sha256": sha256_file(&args.pools.pools)?,
+        "depth": args.pools.depth,
+        "seed": args.seed,
+        "scorer": cfg,
+        "ocrank_version": env!("CARGO_PKG_VERSION"),
+    });
+    let mut store = Store::open(&args.out, &settings)?;
+    if store.dropped_partial > 0 {
+        eprintln!(
+            "note: dropped an incomplete last line ({} bytes) of an interrupted run",
+            store.dropped_partial
+        );
+    }
+    let plan = PermutationPlan::new(args.seed, total_perms);
+    let mut todo = Vec::new();
+    let mut all = 0;
+    for (pi, pool) in pools.iter().enumerate() {
+        for (m, order) in plan
+            .orders(&pool.qid, pool.candidates.len())
+            .into_iter()
+            .enumerate()
+        {
+            for (w, window) in ocrank_plan::windows(&order, cfg.width, cfg.partition)
+                .into_iter()
+                .enumerate()
+            {
+                all += 1;
+                let key = WindowKey {
+                    qid: pool.qid.clone(),
+                    permutation: m,
+                    window: w,
+                };
+                if store.get(&key).is_none() {
+                    todo.push((pi, key, window));
+                }
+            }
+        }
+    }
+    eprintln!(
+        "{} windows in the plan, {} already scored, {} to score",
+        all,
+        all - todo.len(),
+        todo.len()
+    );
+    if !todo.is_empty() {
+        let engine = args.model.load()?;
+        let scorer = Scorer::new(&engine, cfg.clone())?;
+        let bar = progress_bar(todo.len() as u64, "windows");
+        let mut ctx: Option<(usize, ocrank_score::QueryContext)> = None;
+        for (pi, key, window) in todo {
+            let pool = &pools[pi];
+            if ctx.as_ref().is_none_or(|(i, _)| *i != pi) {
+                let c = scorer
+                    .prepare(&pool.query)
+                    .with_context(|| format!("query {}", pool.qid))?;
+                ctx = Some((pi, c));
+            }
+            let (_, c) = ctx.as_ref().expect("prepared");
+            let t = Instant::now();
+            let (records, cost) = scorer
+                .score_window(c, pool, key.permutation, key.window, &window)
+                .with_context(|| {
+                    format!(
+                        "query {} permutation {} window {}",
+                        key.qid, key.permutation, key.window
+                    )
+                })?;
+            let seconds = t.elapsed().as_secs_f64();
+            store.put(
+                key,
+                StoredWindow {
+                    records,
+                    tokens: cost.tokens,
+                    forwards: cost.forwards,
+                    seconds,
+                },
+            )?;
+            bar.inc(1);
+        }
+        bar.finish_and_clear();
+    }
+    let spec = analysis::AuditSpec {
+        permutations: args.permutations,
+        bsc_max_k: args.bsc,
+        scored_permutations: total_perms,
+        bootstrap_resamples: args.bootstrap,
+        seed: args.seed,
+    };
+    let pool_ids: BTreeMap<String, Vec<String>> = pools
+        .iter()
+        .map(|p| {
+            (
+                p.qid.clone(),
+                p.candidates.iter().map(|c| c.id.clone()).collect(),
+            )
+        })
+        .collect();
+    let a = analysis::analyse(&store, &spec, &pool_ids, &qrels).map_err(anyhow::Error::msg)?;
+    let results = json!({
+        "command": command,
+        "ocrank_version": env!("CARGO_PKG_VERSION"),
+        "model": args.model.model,
+        "pools": args.pools.pools,
+        "qrels": args.qrels,
+        "queries": pools.len(),
+        "settings": settings,
+        "spec": spec,
+        "collection": a.main.collection,
+        "ci": a.main.ci,
+        "threshold": a.main.threshold,
+        "per_query": a.main.per_query,
+        "bsc": a.bsc.iter().map(|p| json!({"k": p.k, "groups": p.groups, "collection": p.report.collection, "ci": p.report.ci})).collect::<Vec<_>>(),
+        "slot_profile": a.slot_profile,
+        "slot_r2": a.slot_r2,
+        "random_ndcg_at_10": a.random_ndcg_at_10,
+        "cost": a.cost,
+        "warnings": a.warnings,
+    });
+    let title = format!(
+        "{} on {} ({} queries)",
+        cfg.mode,
+        args.pools.pools.display(),
+        pools.len()
+    );
+    std::fs::write(
+        args.out.join("results.json"),
+        serde_json::to_string_pretty(&results)?,
+    )?;
+    std::fs::write(
+        args.out.join("report.md"),
+        analysis::render_markdown(&a, &title, &command, &settings),
+    )?;
+    for w in &a.warnings {
+        eprintln!("warning: {w}");
+    }
+    for m in &a.main.metrics {
+        if let Some(v) = a.main.collection.get(m) {
+            println!("{m:<28}{v:.4}");
+        }
+    }
+    eprintln!("-> {}/results.json, report.md", args.out.display());
+    Ok(())
+}

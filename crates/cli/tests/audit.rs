@@ -1,0 +1,110 @@
+//! `ocrank audit` end to end on the real model and DL19: an audit killed
+//! with SIGKILL mid-run and resumed ends with exactly the results of an
+//! uninterrupted one; a directory with other settings is refused.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn audit(out: &Path, extra: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_ocrank"));
+    c.current_dir(root()).args([
+        "audit",
+        "--pools",
+        "../shared/data/msmarco/dl19/bm25-top100.json",
+        "--qrels",
+        "../shared/data/msmarco/dl19/qrels.txt",
+        "--queries",
+        "2",
+        "--depth",
+        "6",
+        "--width",
+        "3",
+        "--permutations",
+        "3",
+        "--bsc",
+        "2",
+        "--bootstrap",
+        "200",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    c.args(extra);
+    c
+}
+
+fn lines(path: &Path) -> usize {
+    std::fs::read_to_string(path)
+        .map(|s| s.lines().count())
+        .unwrap_or(0)
+}
+
+fn results(dir: &Path) -> serde_json::Value {
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
+    // Wall times and the command line differ between runs by nature.
+    v.as_object_mut().unwrap().remove("cost");
+    v.as_object_mut().unwrap().remove("command");
+    v
+}
+
+fn scores(dir: &Path) -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_to_string(dir.join("windows.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v.as_object_mut().unwrap().remove("seconds");
+            v.to_string()
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn killed_and_resumed_audit_equals_an_uninterrupted_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    let st = audit(&b, &[]).stderr(Stdio::null()).status().unwrap();
+    assert!(st.success());
+
+    let mut child = audit(&a, &[])
+        .stderr(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let log = a.join("windows.jsonl");
+    let start = Instant::now();
+    while lines(&log) < 3 && start.elapsed() < Duration::from_secs(600) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let done = lines(&log);
+    assert!(done >= 3 && done < 16, "killed after {done} windows");
+    let out = audit(&a, &[]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("already scored"), "{err}");
+    assert_eq!(lines(&log), 16);
+    assert_eq!(scores(&a), scores(&b));
+    assert_eq!(results(&a), results(&b));
+    assert!(a.join("report.md").exists());
+
+    // Other settings never reuse these scores.
+    let out = audit(&a, &["--mode", "invariant"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("other settings") && err.contains("scorer"),
+        "{err}"
+    );
+}
