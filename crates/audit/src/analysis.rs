@@ -279,6 +279,67 @@ pub fn analyse(
     })
 }
 
+/// Writes the report's charts into `dir`; returns their file names.
+pub fn write_plots(a: &Analysis, dir: &std::path::Path) -> std::io::Result<Vec<String>> {
+    use crate::plot;
+    let mut files = Vec::new();
+    let per_q = &a.main.per_query;
+    let mut tau: Vec<(String, f64)> = per_q
+        .iter()
+        .filter_map(|(q, m)| m.get("tau_psi").map(|v| (q.clone(), *v)))
+        .collect();
+    tau.sort_by(|x, y| x.1.total_cmp(&y.1));
+    if !tau.is_empty() {
+        let svg = plot::bars(
+            "Per-query instability",
+            "tau-PSI",
+            &tau,
+            Some((0.5, "unrelated orders (0.5)")),
+        );
+        std::fs::write(dir.join("instability.svg"), svg)?;
+        files.push("instability.svg".to_string());
+    }
+    let mut nd: Vec<(String, f64, f64, f64)> = per_q
+        .iter()
+        .filter_map(|(q, m)| {
+            Some((
+                q.clone(),
+                *m.get("ndcg_at_10_worst")?,
+                *m.get("ndcg_at_10_mean")?,
+                *m.get("ndcg_at_10")?,
+            ))
+        })
+        .collect();
+    nd.sort_by(|x, y| x.2.total_cmp(&y.2));
+    if !nd.is_empty() {
+        let svg = plot::ranges("nDCG@10 across permutations", "nDCG@10", &nd);
+        std::fs::write(dir.join("ndcg.svg"), svg)?;
+        files.push("ndcg.svg".to_string());
+    }
+    if !a.bsc.is_empty() {
+        let ks: Vec<usize> = a.bsc.iter().map(|p| p.k).collect();
+        let series: Vec<(&str, Vec<f64>)> = ["tau_psi", "retained_set_overlap", "ndcg_at_10_mean"]
+            .into_iter()
+            .filter_map(|m| {
+                let ys: Option<Vec<f64>> = a
+                    .bsc
+                    .iter()
+                    .map(|p| p.report.collection.get(m).copied())
+                    .collect();
+                ys.map(|ys| (m, ys))
+            })
+            .collect();
+        if !series.is_empty() {
+            std::fs::write(
+                dir.join("bsc.svg"),
+                plot::lines("BSC@K across disjoint groups", "value", &ks, &series),
+            )?;
+            files.push("bsc.svg".to_string());
+        }
+    }
+    Ok(files)
+}
+
 fn fmt_metric(r: &Report, name: &str) -> String {
     match (r.collection.get(name), r.ci.get(name)) {
         (Some(v), Some([lo, hi])) => format!("{v:.4} [{lo:.4}, {hi:.4}]"),
@@ -293,6 +354,7 @@ pub fn render_markdown(
     title: &str,
     command: &str,
     settings: &serde_json::Value,
+    plots: &[String],
 ) -> String {
     let mut s = format!("# Audit: {title}\n\nCommand: `{command}`\n\n");
     s.push_str(&format!(
@@ -351,5 +413,11 @@ pub fn render_markdown(
         "\n## Cost\n\n{} windows, {} forward passes, {:.0} tokens per forward, {:.1} s per window ({:.0} s of scoring in all).\n",
         c.windows, c.forwards, c.tokens_per_forward, c.seconds_per_window, c.scoring_seconds
     ));
+    if !plots.is_empty() {
+        s.push_str("\n## Plots\n\n");
+        for p in plots {
+            s.push_str(&format!("![{p}]({p})\n"));
+        }
+    }
     s
 }

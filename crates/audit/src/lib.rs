@@ -7,6 +7,8 @@
 //! `report.md`. Scoring itself is driven by the `ocrank audit` command.
 
 pub mod analysis;
+pub mod compare;
+pub mod plot;
 pub mod store;
 
 pub use analysis::{analyse, Analysis, AuditSpec};

@@ -20,6 +20,8 @@ enum Command {
     /// Audit a scorer: score pools under M permutations (resumable) and report
     /// ranking quality and decision stability.
     Audit(cmd::audit::Args),
+    /// Compare audits side by side (paired bootstrap, Holm-adjusted).
+    Compare(cmd::compare::Args),
     /// Evaluate a TREC run or a scores file against qrels (trec_eval semantics).
     Eval(cmd::eval::Args),
     /// Score pools with a local LLM (batched, pointwise or invariant).
@@ -44,6 +46,7 @@ fn main() -> std::process::ExitCode {
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Audit(args) => cmd::audit::run(args),
+        Command::Compare(args) => cmd::compare::run(args),
         Command::Eval(args) => cmd::eval::run(args),
         Command::Score(args) => cmd::score::run(args),
         Command::Prompts(args) => cmd::prompts::run(args),

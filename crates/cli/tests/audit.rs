@@ -108,3 +108,70 @@ fn killed_and_resumed_audit_equals_an_uninterrupted_one() {
         "{err}"
     );
 }
+
+#[test]
+fn external_scores_give_the_same_audit_and_compare_reads_audits() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (own, ext) = (tmp.path().join("own"), tmp.path().join("ext"));
+    assert!(audit(&own, &[])
+        .stderr(Stdio::null())
+        .status()
+        .unwrap()
+        .success());
+    // The same plan scored by `ocrank score` stands in for an external scorer.
+    let scores = tmp.path().join("scores.jsonl");
+    let st = Command::new(env!("CARGO_BIN_EXE_ocrank"))
+        .current_dir(root())
+        .args([
+            "score",
+            "--pools",
+            "../shared/data/msmarco/dl19/bm25-top100.json",
+            "--queries",
+            "2",
+            "--depth",
+            "6",
+            "--width",
+            "3",
+            "--permutations",
+            "4",
+            "--out",
+            scores.to_str().unwrap(),
+        ])
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let out = audit(&ext, &["--scores", scores.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (a, b) = (results(&own), results(&ext));
+    assert_eq!(a["collection"], b["collection"]);
+    assert_eq!(a["bsc"], b["bsc"]);
+
+    let out = Command::new(env!("CARGO_BIN_EXE_ocrank"))
+        .current_dir(root())
+        .args([
+            "compare",
+            own.to_str().unwrap(),
+            ext.to_str().unwrap(),
+            "--bootstrap",
+            "500",
+        ])
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        table.contains("| tau_psi |") && table.contains("+0.0000 [+0.0000, +0.0000]"),
+        "{table}"
+    );
+}

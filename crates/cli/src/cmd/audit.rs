@@ -50,6 +50,11 @@ pub struct Args {
     /// Bootstrap resamples for the 95% intervals.
     #[arg(long, default_value_t = 10_000)]
     pub bootstrap: usize,
+    /// Audit scores produced elsewhere (the scores JSONL of SPEC.md section 7,
+    /// e.g. an external scorer's answers to `ocrank prompts`) instead of
+    /// scoring with --model.
+    #[arg(long, value_name = "FILE")]
+    pub scores: Option<PathBuf>,
     /// Output directory (windows.jsonl, settings.json, results.json, report.md).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
@@ -72,6 +77,33 @@ fn sha256_file(path: &Path) -> anyhow::Result<String> {
     Ok(format!("{:x}", h.finalize()))
 }
 
+/// Loads an external scores file into the store, one entry per window.
+fn import_scores(store: &mut Store, path: &Path) -> anyhow::Result<()> {
+    let mut windows: BTreeMap<WindowKey, Vec<ocrank_data::ScoreRecord>> = BTreeMap::new();
+    for r in ocrank_data::read_scores(path)? {
+        let key = WindowKey {
+            qid: r.qid.clone(),
+            permutation: r.permutation,
+            window: r.window,
+        };
+        windows.entry(key).or_default().push(r);
+    }
+    for (key, records) in windows {
+        if store.get(&key).is_none() {
+            store.put(
+                key,
+                StoredWindow {
+                    records,
+                    tokens: 0,
+                    forwards: 0,
+                    seconds: 0.0,
+                },
+            )?;
+        }
+    }
+    Ok(())
+}
+
 pub fn run(args: Args) -> anyhow::Result<()> {
     anyhow::ensure!(args.permutations >= 1, "--permutations must be at least 1");
     let command = std::env::args().collect::<Vec<_>>().join(" ");
@@ -84,20 +116,30 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let cfg = args.scorer.config();
     // Everything that determines a score; the permutation count and the
     // query selection only choose which windows are scored.
-    let settings = json!({
+    let settings = match &args.scores {
+        Some(path) => json!({
+            "scores_sha256": sha256_file(path)?,
+            "pools_sha256": sha256_file(&args.pools.pools)?,
+            "depth": args.pools.depth,
+        }),
+        None => json!({
         "model_sha256": sha256_file(&args.model.model)?,
         "pools_sha256": sha256_file(&args.pools.pools)?,
         "depth": args.pools.depth,
         "seed": args.seed,
         "scorer": cfg,
         "ocrank_version": env!("CARGO_PKG_VERSION"),
-    });
+        }),
+    };
     let mut store = Store::open(&args.out, &settings)?;
     if store.dropped_partial > 0 {
         eprintln!(
             "note: dropped an incomplete last line ({} bytes) of an interrupted run",
             store.dropped_partial
         );
+    }
+    if let Some(path) = &args.scores {
+        import_scores(&mut store, path)?;
     }
     let plan = PermutationPlan::new(args.seed, total_perms);
     let mut todo = Vec::new();
@@ -214,9 +256,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         args.out.join("results.json"),
         serde_json::to_string_pretty(&results)?,
     )?;
+    let plots = analysis::write_plots(&a, &args.out)?;
     std::fs::write(
         args.out.join("report.md"),
-        analysis::render_markdown(&a, &title, &command, &settings),
+        analysis::render_markdown(&a, &title, &command, &settings, &plots),
     )?;
     for w in &a.warnings {
         eprintln!("warning: {w}");

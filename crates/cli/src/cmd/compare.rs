@@ -1,0 +1,57 @@
+//! `ocrank compare DIR...`: audits side by side, each against the first, with
+//! paired-bootstrap differences and Holm-adjusted significance.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use ocrank_audit::compare;
+use ocrank_metrics::stats::Bootstrap;
+
+#[derive(clap::Args, Debug)]
+#[command(after_help = "\
+Example:
+  ocrank compare runs/audit-batched runs/audit-invariant runs/audit-bsc --out runs/compare.md")]
+pub struct Args {
+    /// Audit directories (holding results.json); the first is the baseline.
+    #[arg(required = true, num_args = 2.., value_name = "DIR")]
+    pub dirs: Vec<PathBuf>,
+    /// Measures to compare (per-query keys of results.json).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "ndcg_at_10_mean,ndcg_at_10_worst,order_spread,tau_psi,retained_set_overlap"
+    )]
+    pub measures: Vec<String>,
+    #[arg(long, default_value_t = 10_000)]
+    pub bootstrap: usize,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Also write the table (Markdown) to this file.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let audits = args
+        .dirs
+        .iter()
+        .map(|d| compare::load(d).map_err(anyhow::Error::msg))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let boot = Bootstrap {
+        resamples: args.bootstrap,
+        seed: args.seed,
+        level: 0.95,
+    };
+    let rows = compare::compare(&audits, &args.measures, boot);
+    anyhow::ensure!(
+        !rows.is_empty(),
+        "no measure of {:?} is shared by the audits",
+        args.measures
+    );
+    let table = compare::render_markdown(&audits, &rows);
+    print!("{table}");
+    if let Some(out) = &args.out {
+        std::fs::write(out, &table).with_context(|| format!("writing {}", out.display()))?;
+    }
+    Ok(())
+}
