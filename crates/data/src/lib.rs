@@ -18,6 +18,7 @@ pub mod pool;
 pub mod rankllm;
 pub mod scores;
 pub mod trec;
+mod trecrag;
 
 use std::path::Path;
 
@@ -42,6 +43,9 @@ pub enum PoolFormat {
     HotpotQa,
     /// LLMBar: `{"input", "output_1", "output_2", "label"}`.
     LlmBar,
+    /// TREC RAG 2024 pools of the `ir-axioms` wheel:
+    /// `{"topic", "query", "references_ids", "references_texts"}`.
+    TrecRag,
 }
 
 impl PoolFormat {
@@ -52,6 +56,7 @@ impl PoolFormat {
             (PoolFormat::RankLlm, &["hits"]),
             (PoolFormat::HotpotQa, &["context", "supporting_facts"]),
             (PoolFormat::LlmBar, &["output_1", "output_2"]),
+            (PoolFormat::TrecRag, &["references_ids", "references_texts"]),
         ]
         .into_iter()
         .find(|(_, keys)| keys.iter().all(|k| o.has(k)))
@@ -76,7 +81,8 @@ pub fn read_pools_as(path: &Path) -> Result<(Vec<Pool>, PoolFormat)> {
     let first = json::Obj::new(path, first)?;
     let format = PoolFormat::of(&first).ok_or_else(|| {
         let msg = "unknown pool format: expected the keys of ours (candidates), rank_llm (hits), \
-                   HotpotQA (context, supporting_facts) or LLMBar (output_1, output_2)";
+                   HotpotQA (context, supporting_facts), LLMBar (output_1, output_2) or TREC RAG \
+                   (references_ids, references_texts)";
         Error::parse(path, first.line(), "record", msg)
     })?;
     let pools = match format {
@@ -88,6 +94,7 @@ pub fn read_pools_as(path: &Path) -> Result<(Vec<Pool>, PoolFormat)> {
         PoolFormat::LlmBar => (llmbar::from_records(path, &records)?.iter())
             .map(PreferencePair::to_pool)
             .collect(),
+        PoolFormat::TrecRag => trecrag::from_records(path, &records)?,
     };
     Ok((pools, format))
 }

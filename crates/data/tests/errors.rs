@@ -462,3 +462,17 @@ fn beir_collection_and_pools_from_a_run() {
     assert_eq!(parse_error(read_beir(d, "test")), (2, "fields".into()));
     assert!(matches!(read_beir(d, "dev"), Err(Error::Io { .. })));
 }
+
+#[test]
+fn trec_rag_pool_with_more_ids_than_texts() {
+    let (_d, p) = file(
+        "rag.jsonl",
+        "{\"topic\": \"t1\", \"query\": \"q\", \"references_ids\": [\"a\"], \"references_texts\": [\"x\"]}\n\
+         {\"topic\": \"t2\", \"query\": \"q\", \"references_ids\": [\"a\", \"b\"], \"references_texts\": [\"x\"]}\n",
+    );
+    let msg = message(&p, read_pools(&p));
+    assert!(
+        msg.contains(":2: references_texts: 1 texts for 2 ids"),
+        "{msg}"
+    );
+}

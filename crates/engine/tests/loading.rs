@@ -258,11 +258,21 @@ fn an_unsupported_tensor_type_is_an_error_naming_the_tensor() {
     let mut bytes = std::fs::read(&path).unwrap();
     let name = b"blk.1.ffn_up.weight";
     let at = bytes.windows(name.len()).position(|w| w == name).unwrap() + name.len() + 4 + 16;
-    assert_eq!(u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()), 8, "Q8_0 expected");
+    assert_eq!(
+        u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()),
+        8,
+        "Q8_0 expected"
+    );
     bytes[at..at + 4].copy_from_slice(&9u32.to_le_bytes());
     std::fs::write(&path, &bytes).unwrap();
     let gguf = GgufFile::open(&path).unwrap();
-    let err = gguf.load_tensors(&cfg(), DType::F32, &Device::Cpu).err().unwrap();
+    let err = gguf
+        .load_tensors(&cfg(), DType::F32, &Device::Cpu)
+        .err()
+        .unwrap();
     let msg = err.to_string();
-    assert!(msg.contains("blk.1.ffn_up.weight") && msg.contains("unsupported type"), "{msg}");
+    assert!(
+        msg.contains("blk.1.ffn_up.weight") && msg.contains("unsupported type"),
+        "{msg}"
+    );
 }

@@ -360,19 +360,12 @@ impl<'e> Scorer<'e> {
     /// Grade distributions of a window's slots (before CapCal).
     pub fn read_window(&self, ctx: &QueryContext, texts: &[&str]) -> Result<WindowScores> {
         match self.cfg.mode {
-            Mode::Batched => {
-                let seq = self.batched_sequence(&ctx.query, texts)?;
-                let dists = self.run(ctx, &seq)?;
-                Ok(WindowScores {
-                    dists,
-                    cost: Cost {
-                        forwards: 1,
-                        tokens: seq.tokens.len(),
-                    },
-                })
-            }
-            Mode::Invariant => {
-                let seq = self.invariant_sequence(&ctx.query, texts)?;
+            Mode::Batched | Mode::Invariant => {
+                let seq = if self.cfg.mode == Mode::Batched {
+                    self.batched_sequence(&ctx.query, texts)?
+                } else {
+                    self.invariant_sequence(&ctx.query, texts)?
+                };
                 let dists = self.run(ctx, &seq)?;
                 Ok(WindowScores {
                     dists,
