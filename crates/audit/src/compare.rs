@@ -31,28 +31,24 @@ pub fn load(dir: &Path) -> Result<AuditResults, String> {
         serde_json::from_value(v[name].clone())
             .map_err(|e| format!("{}: {name}: {e}", path.display()))
     }
-    let settings = &v["settings"]["scorer"];
-    let label = format!(
-        "{} ({})",
-        dir.file_name().map_or_else(
-            || dir.display().to_string(),
-            |n| n.to_string_lossy().into_owned()
-        ),
-        [
-            settings["mode"].as_str().unwrap_or("?").to_string(),
-            format!("B={}", settings["width"]),
-            settings["partition"].as_str().unwrap_or("?").to_string(),
-            if settings["capcal"].is_null() {
-                String::new()
-            } else {
-                "capcal".into()
-            },
-        ]
-        .into_iter()
-        .filter(|s| !s.is_empty())
-        .collect::<Vec<_>>()
-        .join(", ")
+    let name = dir.file_name().map_or_else(
+        || dir.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
     );
+    let sc = &v["settings"]["scorer"];
+    let label = if sc.is_null() {
+        format!("{name} (external scores)")
+    } else {
+        let mut parts = vec![
+            sc["mode"].as_str().unwrap_or("?").to_string(),
+            format!("B={}", sc["width"]),
+            sc["partition"].as_str().unwrap_or("?").to_string(),
+        ];
+        if !sc["capcal"].is_null() {
+            parts.push("capcal".into());
+        }
+        format!("{name} ({})", parts.join(", "))
+    };
     Ok(AuditResults {
         dir: dir.to_path_buf(),
         label,
