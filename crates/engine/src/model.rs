@@ -276,6 +276,44 @@ impl Decoder {
         Self::assemble(cfg, embed, layers, norm, lm_head, device, dtype)
     }
 
+    /// The weights under their Hugging Face names (the inverse of
+    /// [`Decoder::from_tensors`]), e.g. to save a safetensors checkpoint.
+    pub fn named_tensors(&self) -> HashMap<String, Tensor> {
+        let mut t = HashMap::new();
+        t.insert("model.embed_tokens.weight".to_string(), self.embed.clone());
+        t.insert("model.norm.weight".to_string(), self.norm.clone());
+        if !self.cfg.tie_embeddings {
+            t.insert("lm_head.weight".to_string(), self.lm_head.clone());
+        }
+        for (i, l) in self.layers.iter().enumerate() {
+            let p = format!("model.layers.{i}");
+            t.insert(format!("{p}.input_layernorm.weight"), l.input_norm.clone());
+            t.insert(
+                format!("{p}.post_attention_layernorm.weight"),
+                l.post_norm.clone(),
+            );
+            for (name, lin) in [
+                ("self_attn.q_proj", &l.q_proj),
+                ("self_attn.k_proj", &l.k_proj),
+                ("self_attn.v_proj", &l.v_proj),
+                ("self_attn.o_proj", &l.o_proj),
+                ("mlp.gate_proj", &l.gate_proj),
+                ("mlp.up_proj", &l.up_proj),
+                ("mlp.down_proj", &l.down_proj),
+            ] {
+                t.insert(format!("{p}.{name}.weight"), lin.weight.clone());
+                if let Some(b) = &lin.bias {
+                    t.insert(format!("{p}.{name}.bias"), b.clone());
+                }
+            }
+            if let (Some(q), Some(k)) = (&l.q_norm, &l.k_norm) {
+                t.insert(format!("{p}.self_attn.q_norm.weight"), q.clone());
+                t.insert(format!("{p}.self_attn.k_norm.weight"), k.clone());
+            }
+        }
+        t
+    }
+
     pub fn device(&self) -> &Device {
         &self.device
     }

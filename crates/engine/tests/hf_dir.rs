@@ -4,10 +4,9 @@
 //! they came from. Uses the default model's tokenizer and template with tiny
 //! random weights of its vocabulary size.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 
-use ocrank_engine::{Arch, DType, Decoder, Device, Engine, Message, ModelConfig, Tensor};
+use ocrank_engine::{Arch, DType, Decoder, Device, Engine, Message, ModelConfig};
 
 #[test]
 fn hugging_face_directory_loads_through_engine_load() {
@@ -44,25 +43,7 @@ fn hugging_face_directory_loads_through_engine_load() {
         .tokenizer
         .save(&dir.path().join("tokenizer.json"))
         .unwrap();
-    let mut tensors: HashMap<String, Tensor> = HashMap::new();
-    tensors.insert("model.embed_tokens.weight".into(), tiny.embed.clone());
-    tensors.insert("model.norm.weight".into(), tiny.norm.clone());
-    for (i, l) in tiny.layers.iter().enumerate() {
-        let p = format!("model.layers.{i}");
-        for (n, w) in [
-            ("input_layernorm", &l.input_norm),
-            ("post_attention_layernorm", &l.post_norm),
-            ("self_attn.q_proj", &l.q_proj.weight),
-            ("self_attn.k_proj", &l.k_proj.weight),
-            ("self_attn.v_proj", &l.v_proj.weight),
-            ("self_attn.o_proj", &l.o_proj.weight),
-            ("mlp.gate_proj", &l.gate_proj.weight),
-            ("mlp.up_proj", &l.up_proj.weight),
-            ("mlp.down_proj", &l.down_proj.weight),
-        ] {
-            tensors.insert(format!("{p}.{n}.weight"), w.clone());
-        }
-    }
+    let tensors = tiny.named_tensors();
     candle_core::safetensors::save(&tensors, dir.path().join("model.safetensors")).unwrap();
 
     let hf = Engine::load(dir.path(), DType::F32, &Device::Cpu).unwrap();

@@ -29,26 +29,7 @@ fn cfg() -> ModelConfig {
 }
 
 fn hf_tensors(m: &Decoder) -> HashMap<String, Tensor> {
-    let mut t = HashMap::new();
-    t.insert("model.embed_tokens.weight".to_string(), m.embed.clone());
-    t.insert("model.norm.weight".to_string(), m.norm.clone());
-    for (i, l) in m.layers.iter().enumerate() {
-        let p = format!("model.layers.{i}");
-        for (name, w) in [
-            ("input_layernorm", &l.input_norm),
-            ("post_attention_layernorm", &l.post_norm),
-            ("self_attn.q_proj", &l.q_proj.weight),
-            ("self_attn.k_proj", &l.k_proj.weight),
-            ("self_attn.v_proj", &l.v_proj.weight),
-            ("self_attn.o_proj", &l.o_proj.weight),
-            ("mlp.gate_proj", &l.gate_proj.weight),
-            ("mlp.up_proj", &l.up_proj.weight),
-            ("mlp.down_proj", &l.down_proj.weight),
-        ] {
-            t.insert(format!("{p}.{name}.weight"), w.clone());
-        }
-    }
-    t
+    m.named_tensors()
 }
 
 fn gguf_name(hf: &str) -> String {
