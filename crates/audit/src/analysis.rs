@@ -164,14 +164,20 @@ fn random_ndcg(
 }
 
 /// Analyses a finished (or partial) audit. `pools` maps query id to the
-/// candidate ids scored (for the random baseline).
+/// candidate ids scored: it selects the queries analysed (all of the store
+/// when empty) and gives the random baseline.
 pub fn analyse(
     store: &Store,
     spec: &AuditSpec,
     pools: &BTreeMap<String, Vec<String>>,
     qrels: &BTreeMap<String, Judgments>,
 ) -> Result<Analysis, String> {
-    let by_q = scores_by_query(store);
+    // Only the queries of this run: the store may hold more from an earlier,
+    // larger run with the same settings.
+    let mut by_q = scores_by_query(store);
+    if !pools.is_empty() {
+        by_q.retain(|q, _| pools.contains_key(q));
+    }
     let cfg = EvalConfig {
         cutoffs: vec![10],
         bootstrap: (spec.bootstrap_resamples > 0).then_some(Bootstrap {
@@ -181,13 +187,14 @@ pub fn analyse(
         }),
     };
     let m = spec.permutations;
-    let main = evaluate_scores(
-        &queries(&by_q, |p| {
-            p.range(..m).map(|(i, s)| (*i, s.clone())).collect()
-        }),
-        qrels,
-        &cfg,
-    )?;
+    let main_queries = queries(&by_q, |p| {
+        p.range(..m).map(|(i, s)| (*i, s.clone())).collect()
+    });
+    let main = if qrels.is_empty() {
+        label_free(&main_queries, &cfg)
+    } else {
+        evaluate_scores(&main_queries, qrels, &cfg)?
+    };
     let mut bsc = Vec::new();
     if let Some(kmax) = spec.bsc_max_k {
         for k in 1..=kmax {
@@ -214,7 +221,7 @@ pub fn analyse(
     let mut by_slot: BTreeMap<usize, (usize, f64, f64)> = BTreeMap::new();
     let (mut all, mut cost) = (Vec::new(), (0, 0, 0, 0.0));
     for (key, w) in store.windows() {
-        if key.permutation >= m {
+        if key.permutation >= m || !by_q.contains_key(&key.qid) {
             continue;
         }
         cost.0 += 1;
@@ -420,4 +427,80 @@ pub fn render_markdown(
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ocrank_data::ScoreRecord;
+
+    fn record(qid: &str, perm: usize, cand: &str, slot: usize, score: f64) -> ScoreRecord {
+        ScoreRecord {
+            qid: qid.into(),
+            permutation: perm,
+            candidate: cand.into(),
+            window: 0,
+            slot,
+            probs: [0.25; 4],
+            mass: 1.0,
+            score,
+        }
+    }
+
+    #[test]
+    fn without_qrels_the_main_report_is_label_free() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path(), &serde_json::json!({})).unwrap();
+        for q in ["q1", "q2"] {
+            for perm in 0..3 {
+                // Scores follow the slot: the order decides everything.
+                let order: Vec<&str> = if perm % 2 == 0 {
+                    vec!["a", "b", "c"]
+                } else {
+                    vec!["c", "a", "b"]
+                };
+                let records = order
+                    .iter()
+                    .enumerate()
+                    .map(|(s, c)| record(q, perm, c, s + 1, 1.0 - s as f64 / 3.0))
+                    .collect();
+                let key = crate::WindowKey {
+                    qid: q.into(),
+                    permutation: perm,
+                    window: 0,
+                };
+                store
+                    .put(
+                        key,
+                        crate::StoredWindow {
+                            records,
+                            tokens: 1,
+                            forwards: 1,
+                            seconds: 0.0,
+                        },
+                    )
+                    .unwrap();
+            }
+        }
+        let spec = AuditSpec {
+            permutations: 3,
+            bsc_max_k: None,
+            scored_permutations: 3,
+            bootstrap_resamples: 100,
+            seed: 0,
+        };
+        let a = analyse(&store, &spec, &BTreeMap::new(), &BTreeMap::new()).unwrap();
+        assert_eq!(a.main.num_queries, 2);
+        assert!(
+            a.main.collection["tau_psi"] > 0.2,
+            "{:?}",
+            a.main.collection
+        );
+        assert!(a
+            .main
+            .collection
+            .contains_key("retained_set_overlap_at_median"));
+        assert!(a.slot_r2 > 0.99);
+        assert!(a.warnings.iter().any(|w| w.contains("slot explains")));
+    }
 }

@@ -266,7 +266,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     for m in &a.main.metrics {
         if let Some(v) = a.main.collection.get(m) {
-            println!("{m:<28}{v:.4}");
+            println!("{m:<32} {v:.4}");
         }
     }
     eprintln!("-> {}/results.json, report.md", args.out.display());
