@@ -70,7 +70,7 @@ pub struct KvCache {
 /// sees the whole cached prefix; among new tokens, token q sees token k when
 /// k <= q, both are in the same block, and k is not hidden (a hidden key is
 /// seen by itself only).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct MaskLayout {
     /// Block id of each new token; all zeros is plain causal attention.
     pub block: Vec<u32>,

@@ -97,8 +97,8 @@ struct SlotLine {
 pub struct Sequence {
     pub tokens: Vec<u32>,
     pub positions: Vec<u32>,
-    pub block: Vec<u32>,
-    pub hidden: Vec<bool>,
+    /// Block ids and hidden keys of the tokens (the engine's attention layout).
+    pub mask: MaskLayout,
     /// Readout indices, one per slot in slot order.
     pub readout: Vec<usize>,
 }
@@ -280,7 +280,7 @@ impl<'e> Scorer<'e> {
         let push = |seq: &mut Sequence, toks: &[u32], hidden_at: Option<usize>| {
             for (i, &t) in toks.iter().enumerate() {
                 seq.tokens.push(t);
-                seq.hidden.push(Some(i) == hidden_at);
+                seq.mask.hidden.push(Some(i) == hidden_at);
             }
         };
         for (i, text) in texts.iter().enumerate() {
@@ -296,7 +296,7 @@ impl<'e> Scorer<'e> {
         }
         let p = q.prefix_tokens.len() as u32;
         seq.positions = (0..seq.tokens.len() as u32).map(|i| p + i).collect();
-        seq.block = vec![0; seq.tokens.len()];
+        seq.mask.block = vec![0; seq.tokens.len()];
         Ok(seq)
     }
 
@@ -316,8 +316,9 @@ impl<'e> Scorer<'e> {
             seq.readout.push(slot_at + line.readout);
             let len = seq.tokens.len() - start;
             seq.positions.extend((0..len as u32).map(|i| p + i));
-            seq.block.extend(std::iter::repeat_n(b as u32, len));
-            seq.hidden
+            seq.mask.block.extend(std::iter::repeat_n(b as u32, len));
+            seq.mask
+                .hidden
                 .extend((0..len).map(|i| {
                     self.cfg.hide_placeholders && start + i == slot_at + line.placeholder
                 }));
@@ -339,10 +340,7 @@ impl<'e> Scorer<'e> {
         let out = self.engine.decoder.forward(&ForwardInput {
             tokens: &seq.tokens,
             positions: &seq.positions,
-            mask: &MaskLayout {
-                block: seq.block.clone(),
-                hidden: seq.hidden.clone(),
-            },
+            mask: &seq.mask,
             prefix: Some(&ctx.cache),
             readout: &seq.readout,
             keep_cache: false,

@@ -89,8 +89,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     line["prefix_tokens"] = json!(q.prefix_tokens);
                     line["tokens"] = json!(seq.tokens);
                     line["positions"] = json!(seq.positions);
-                    line["block"] = json!(seq.block);
-                    line["hidden"] = json!(seq.hidden);
+                    line["block"] = json!(seq.mask.block);
+                    line["hidden"] = json!(seq.mask.hidden);
                     line["readout"] = json!(seq.readout);
                     line["grade_ids"] = json!(scorer.grade_ids());
                 }
