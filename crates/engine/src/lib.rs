@@ -10,6 +10,7 @@ pub mod chat;
 pub mod config;
 pub mod error;
 pub mod gguf;
+pub mod lora;
 pub mod model;
 pub mod safetensors;
 pub mod tokenizer;
@@ -20,6 +21,7 @@ pub use candle_core::{DType, Device, Tensor};
 pub use chat::{ChatTemplate, Message};
 pub use config::{Arch, ModelConfig};
 pub use error::{Error, Result};
+pub use lora::LoraConfig;
 pub use model::{Decoder, ForwardInput, ForwardOutput, Kernels, KvCache, MaskLayout};
 pub use tokenizer::{Token, Tokenizer};
 

@@ -19,6 +19,7 @@ use candle_core::{DType, Device, Tensor, D};
 use crate::attention::{masked_softmax_fused, plan_chunks, Chunk};
 use crate::config::ModelConfig;
 use crate::error::{Error, Result};
+use crate::lora::{module_key, Lora};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kernels {
@@ -26,18 +27,40 @@ pub enum Kernels {
     Composite,
 }
 
-/// A linear projection `y = x W^T + b`, `W` stored as `[out, in]`.
+/// A linear projection `y = x W^T + b`, `W` stored as `[out, in]`, with an
+/// optional LoRA adapter added to it.
 #[derive(Debug, Clone)]
 pub struct Linear {
     pub weight: Tensor,
     pub bias: Option<Tensor>,
+    pub lora: Option<Lora>,
 }
 
 impl Linear {
+    pub fn new(weight: Tensor, bias: Option<Tensor>) -> Self {
+        Linear {
+            weight,
+            bias,
+            lora: None,
+        }
+    }
+
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        self.forward_with(x, None)
+    }
+
+    /// Forward with the adapter's dropout drawn from `dropout_key` (training).
+    pub fn forward_with(&self, x: &Tensor, dropout_key: Option<u64>) -> Result<Tensor> {
         let y = x.matmul(&self.weight.t()?)?;
-        Ok(match &self.bias {
+        let y = match &self.bias {
             Some(b) => y.broadcast_add(b)?,
+            None => y,
+        };
+        Ok(match &self.lora {
+            Some(l) => {
+                let d = l.delta(&x.to_dtype(l.a.dtype())?, dropout_key)?;
+                (y + d.to_dtype(x.dtype())?)?
+            }
             None => y,
         })
     }
@@ -102,6 +125,9 @@ pub struct ForwardInput<'a> {
     pub readout: &'a [usize],
     /// Return the KV cache of prefix + new tokens.
     pub keep_cache: bool,
+    /// Training only: seed of the LoRA dropout masks of this forward (None:
+    /// no dropout, as in inference).
+    pub dropout: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -143,14 +169,14 @@ impl Decoder {
         for i in 0..cfg.num_layers {
             let p = format!("model.layers.{i}");
             let mut lin = |name: &str, bias: bool| -> Result<Linear> {
-                Ok(Linear {
-                    weight: take(format!("{p}.{name}.weight"))?,
-                    bias: if bias {
+                Ok(Linear::new(
+                    take(format!("{p}.{name}.weight"))?,
+                    if bias {
                         Some(take(format!("{p}.{name}.bias"))?)
                     } else {
                         None
                     },
-                })
+                ))
             };
             let ab = cfg.attention_bias();
             let q_proj = lin("self_attn.q_proj", ab)?;
@@ -237,14 +263,14 @@ impl Decoder {
         let mut layers = Vec::new();
         for _ in 0..cfg.num_layers {
             let mut lin = |out: usize, inp: usize, scale: f32, bias: bool| -> Result<Linear> {
-                Ok(Linear {
-                    weight: mat(out, inp, scale)?,
-                    bias: if bias {
+                Ok(Linear::new(
+                    mat(out, inp, scale)?,
+                    if bias {
                         Some(mat(1, out, 0.02)?.reshape(out)?)
                     } else {
                         None
                     },
-                })
+                ))
             };
             let ab = cfg.attention_bias();
             layers.push(Layer {
@@ -357,6 +383,7 @@ impl Decoder {
             prefix: None,
             readout: &[],
             keep_cache: true,
+            dropout: None,
         })?;
         Ok(out.cache.expect("keep_cache was requested"))
     }
@@ -409,8 +436,9 @@ impl Decoder {
             .then(|| Vec::with_capacity(self.layers.len()));
         for (i, layer) in self.layers.iter().enumerate() {
             let past = input.prefix.map(|c| &c.layers[i]);
+            let drop = input.dropout.map(|seed| module_key(seed, i, 0));
             let (y, kv) =
-                self.layer_forward(layer, &x, &cos, &sin, &chunks, past, input.keep_cache)?;
+                self.layer_forward(layer, &x, &cos, &sin, &chunks, past, input.keep_cache, drop)?;
             x = y;
             if let (Some(c), Some(kv)) = (cache.as_mut(), kv) {
                 c.push(kv);
@@ -422,7 +450,8 @@ impl Decoder {
             let idx: Vec<u32> = input.readout.iter().map(|&r| r as u32).collect();
             let idx = Tensor::from_vec(idx, input.readout.len(), &self.device)?;
             let h = self.rms_norm(&x.index_select(&idx, 0)?, &self.norm)?;
-            h.matmul(&self.lm_head.t()?)?.to_dtype(DType::F32)?
+            h.matmul(&self.lm_head.t()?)?
+                .to_dtype(self.logits_dtype())?
         };
         Ok(ForwardOutput {
             logits,
@@ -431,6 +460,15 @@ impl Decoder {
                 len: prefix_len + n,
             }),
         })
+    }
+
+    /// Logits are f32, or f64 for an f64 model (gradient checks).
+    fn logits_dtype(&self) -> DType {
+        if self.dtype == DType::F64 {
+            DType::F64
+        } else {
+            DType::F32
+        }
     }
 
     fn rope_tables(&self, positions: &[u32]) -> Result<(Tensor, Tensor)> {
@@ -448,7 +486,7 @@ impl Decoder {
         Ok(match self.kernels {
             Kernels::Fused => candle_nn::ops::rms_norm(&x.contiguous()?, w, eps as f32)?,
             Kernels::Composite => {
-                let x32 = x.to_dtype(DType::F32)?;
+                let x32 = x.to_dtype(self.logits_dtype())?;
                 let ms = x32.sqr()?.mean_keepdim(D::Minus1)?;
                 let normed = x32.broadcast_div(&(ms + eps)?.sqrt()?)?;
                 normed.to_dtype(x.dtype())?.broadcast_mul(w)?
@@ -481,6 +519,8 @@ impl Decoder {
         }
     }
 
+    // Private hot path: the per-layer inputs are spelled out rather than boxed.
+    #[allow(clippy::too_many_arguments)]
     fn layer_forward(
         &self,
         l: &Layer,
@@ -490,7 +530,9 @@ impl Decoder {
         chunks: &[Chunk],
         past: Option<&(Tensor, Tensor)>,
         keep: bool,
+        dropout: Option<u64>,
     ) -> Result<(Tensor, Option<(Tensor, Tensor)>)> {
+        let key = |module: usize| dropout.map(|k| module_key(k, 0, module + 1));
         let cfg = &self.cfg;
         let (n, _) = x.dims2()?;
         let (nh, nkv, hd) = (cfg.num_heads, cfg.num_kv_heads, cfg.head_dim);
@@ -505,9 +547,9 @@ impl Decoder {
             };
             Ok(t.transpose(0, 1)?.contiguous()?.unsqueeze(0)?)
         };
-        let q = heads(l.q_proj.forward(&h)?, nh, &l.q_norm)?;
-        let k = heads(l.k_proj.forward(&h)?, nkv, &l.k_norm)?;
-        let v = heads(l.v_proj.forward(&h)?, nkv, &None)?;
+        let q = heads(l.q_proj.forward_with(&h, key(0))?, nh, &l.q_norm)?;
+        let k = heads(l.k_proj.forward_with(&h, key(1))?, nkv, &l.k_norm)?;
+        let v = heads(l.v_proj.forward_with(&h, key(2))?, nkv, &None)?;
         let q = self.rope(&q, cos, sin)?;
         let k = self.rope(&k, cos, sin)?;
         let (k_new, v_new) = (k, v);
@@ -547,12 +589,12 @@ impl Decoder {
         } else {
             Tensor::cat(&outs, 0)?
         };
-        let x = (x + l.o_proj.forward(&attn)?)?;
+        let x = (x + l.o_proj.forward_with(&attn, key(3))?)?;
 
         let h = self.rms_norm(&x, &l.post_norm)?;
-        let gate = l.gate_proj.forward(&h)?;
-        let act = (gate.silu()? * l.up_proj.forward(&h)?)?;
-        let x = (&x + l.down_proj.forward(&act)?)?;
+        let gate = l.gate_proj.forward_with(&h, key(4))?;
+        let act = (gate.silu()? * l.up_proj.forward_with(&h, key(5))?)?;
+        let x = (&x + l.down_proj.forward_with(&act, key(6))?)?;
         let kv = match (keep, past) {
             (false, _) => None,
             (true, Some((pk, pv))) => Some((

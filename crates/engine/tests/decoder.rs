@@ -37,6 +37,7 @@ fn causal(m: &Decoder, toks: &[u32], readout: &[usize]) -> Vec<Vec<f32>> {
             prefix: None,
             readout,
             keep_cache: false,
+            dropout: None,
         },
     )
 }
@@ -60,6 +61,7 @@ fn prefix_cache_equals_one_full_forward() {
                 prefix: Some(&cache),
                 readout: &[2, 5, 9],
                 keep_cache: false,
+                dropout: None,
             },
         );
         assert!(max_diff(&full, &rest) < 1e-4, "{arch:?}");
@@ -97,6 +99,7 @@ fn blocks_with_restarted_positions_equal_separate_forwards() {
                 prefix: Some(&cache),
                 readout: &readout,
                 keep_cache: false,
+                dropout: None,
             },
         );
         // Separately: prefix + block as one causal sequence.
@@ -132,6 +135,7 @@ fn hidden_keys_do_not_reach_later_tokens() {
                 prefix: None,
                 readout: &[3, 8, 11],
                 keep_cache: false,
+                dropout: None,
             },
         )
     };
@@ -178,6 +182,7 @@ fn inputs_beyond_context_or_vocabulary_are_errors() {
             prefix: None,
             readout: &[3],
             keep_cache: false,
+            dropout: None,
         })
         .unwrap_err();
     assert!(err.to_string().contains("context"), "{err}");
@@ -189,6 +194,7 @@ fn inputs_beyond_context_or_vocabulary_are_errors() {
             prefix: None,
             readout: &[2],
             keep_cache: false,
+            dropout: None,
         })
         .unwrap_err();
     assert!(err.to_string().contains("vocabulary"), "{err}");
@@ -213,6 +219,7 @@ fn long_sequences_agree_across_chunkings() {
                 prefix: Some(&cache),
                 readout: &[400 - 333, 699 - 333],
                 keep_cache: false,
+                dropout: None,
             },
         );
         assert!(max_diff(&full[1..], &rest) < 1e-4, "{arch:?}");

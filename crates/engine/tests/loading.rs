@@ -119,6 +119,7 @@ fn logits(m: &Decoder) -> Vec<f32> {
         prefix: None,
         readout: &[5, 23],
         keep_cache: false,
+        dropout: None,
     })
     .unwrap()
     .logits

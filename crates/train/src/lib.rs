@@ -1,0 +1,20 @@
+//! ocrank-train: LoRA supervised fine-tuning of a batched scorer
+//! (SPEC.md section 5).
+//!
+//! Data flow: pools + labels -> [`data::examples`] (windows in canonical
+//! order with grade targets) -> [`trainer::plan_step`] (which window, which
+//! views) -> [`loss::grade_probs`] (differentiable slot readout through the
+//! decoder's composite kernels and LoRA adapters) -> [`loss::objective_loss`]
+//! -> backward -> [`optim::AdamW`] -> checkpoints (PEFT adapters).
+
+pub mod data;
+pub mod error;
+pub mod loss;
+pub mod optim;
+pub mod trainer;
+
+pub use data::{examples, is_heldout, Example};
+pub use error::{Error, Result};
+pub use loss::{expected, grade_probs, objective_loss, Loss, Objective};
+pub use optim::{AdamW, AdamWConfig, Cosine};
+pub use trainer::{run, EmaConfig, StepLog, TrainConfig, Trainer};

@@ -1,0 +1,150 @@
+//! The differentiable slot readout and the training objectives of SPEC.md
+//! section 5.
+//!
+//! A window is run as one full causal forward (prefix included, no cache:
+//! the prefix's activations need gradients too) with the composite kernels;
+//! the logits at the slot positions, restricted to the four grade tokens and
+//! renormalised, give the student's expected grade `s = sum g p_g` on the
+//! 0-3 scale.
+
+use candle_core::{DType, Tensor, D};
+use ocrank_engine::{ForwardInput, Kernels, MaskLayout};
+use ocrank_score::{QueryText, Scorer};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// The training objectives (SPEC.md section 5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Objective {
+    /// One view per step in the canonical order; loss on the labels.
+    SingleOrder,
+    /// As single-order, on labels averaged over T teacher orders (the
+    /// labels file must say `orders` > 1).
+    OrderAveraged,
+    /// One view per step in a fresh seeded permutation.
+    PermAug,
+    /// Two views (canonical, seeded permutation) with the consistency term
+    /// lambda * sum_c (s_A(c) - s_B(c))^2 pairing each candidate with itself.
+    OcSft,
+}
+
+impl std::str::FromStr for Objective {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "single-order" => Ok(Objective::SingleOrder),
+            "order-averaged" => Ok(Objective::OrderAveraged),
+            "perm-aug" => Ok(Objective::PermAug),
+            "oc-sft" => Ok(Objective::OcSft),
+            _ => Err(format!(
+                "unknown objective {s:?} (single-order, order-averaged, perm-aug, oc-sft)"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for Objective {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Objective::SingleOrder => "single-order",
+            Objective::OrderAveraged => "order-averaged",
+            Objective::PermAug => "perm-aug",
+            Objective::OcSft => "oc-sft",
+        })
+    }
+}
+
+/// The student's grade distributions `[S, 4]` (f32, or f64 for an f64
+/// model) for the window `texts` in this slot order, differentiable with
+/// respect to the LoRA weights. `dropout` seeds the adapters' dropout.
+pub fn grade_probs(
+    scorer: &Scorer,
+    q: &QueryText,
+    texts: &[&str],
+    dropout: Option<u64>,
+) -> Result<Tensor> {
+    let decoder = &scorer.engine.decoder;
+    if decoder.kernels != Kernels::Composite {
+        return Err(Error::Train(
+            "training needs the composite kernels (candle's fused kernels have no backward)".into(),
+        ));
+    }
+    let seq = scorer.batched_sequence(q, texts)?;
+    let p = q.prefix_tokens.len();
+    let n = p + seq.tokens.len();
+    let ctx = decoder.cfg.context_length;
+    if n > ctx {
+        return Err(Error::Train(format!(
+            "a training window of {n} tokens exceeds the model's context of {ctx}; lower --width or --max-chars"
+        )));
+    }
+    let mut tokens = q.prefix_tokens.clone();
+    tokens.extend(&seq.tokens);
+    let mut positions: Vec<u32> = (0..p as u32).collect();
+    positions.extend(&seq.positions);
+    let mut mask = MaskLayout::causal(p);
+    mask.block.extend(&seq.mask.block);
+    mask.hidden.extend(&seq.mask.hidden);
+    let readout: Vec<usize> = seq.readout.iter().map(|r| r + p).collect();
+    let out = decoder.forward(&ForwardInput {
+        tokens: &tokens,
+        positions: &positions,
+        mask: &mask,
+        prefix: None,
+        readout: &readout,
+        keep_cache: false,
+        dropout,
+    })?;
+    let ids = Tensor::new(&scorer.grade_ids(), out.logits.device())?;
+    let g = out.logits.index_select(&ids, 1)?; // [S, 4]
+                                               // Softmax from differentiable primitives (candle's fused one has no
+                                               // backward); the max shift is a constant.
+    let max = g.max_keepdim(D::Minus1)?.detach();
+    let e = g.broadcast_sub(&max)?.exp()?;
+    Ok(e.broadcast_div(&e.sum_keepdim(D::Minus1)?)?)
+}
+
+/// Expected grades `[S]` on the 0-3 scale from grade distributions `[S, 4]`.
+pub fn expected(probs: &Tensor) -> Result<Tensor> {
+    let g = Tensor::new(&[0.0f64, 1.0, 2.0, 3.0], probs.device())?
+        .to_dtype(probs.dtype())?
+        .reshape((4, 1))?;
+    Ok(probs.matmul(&g)?.squeeze(1)?)
+}
+
+/// The loss of one step and its parts (per slot, as in SPEC.md).
+pub struct Loss {
+    pub total: Tensor,
+    pub supervised: f64,
+    pub consistency: f64,
+}
+
+/// `[sum_i (s_A,i - y_i)^2 + lambda * sum_i (s_A,i - s_B,i)^2] / S`, where
+/// `s_b_aligned[i]` is view B's score of view A's i-th candidate (the same
+/// candidate, not the same slot). Without view B it is the single-view loss.
+pub fn objective_loss(
+    s_a: &Tensor,
+    y: &[f64],
+    s_b_aligned: Option<&Tensor>,
+    lambda: f64,
+) -> Result<Loss> {
+    let n = y.len();
+    let y = Tensor::new(y, s_a.device())?.to_dtype(s_a.dtype())?;
+    let sup = (s_a - &y)?.sqr()?.sum_all()?;
+    let supervised = sup.to_dtype(DType::F64)?.to_scalar::<f64>()? / n as f64;
+    let (total, consistency) = match s_b_aligned {
+        Some(s_b) => {
+            let cons = (s_a - s_b)?.sqr()?.sum_all()?;
+            let c = cons.to_dtype(DType::F64)?.to_scalar::<f64>()? / n as f64;
+            ((sup + (cons * lambda)?)?, c)
+        }
+        None => (sup, 0.0),
+    };
+    Ok(Loss {
+        total: (total / n as f64)?,
+        supervised,
+        consistency,
+    })
+}

@@ -1,0 +1,543 @@
+//! The training loop: seeded, checkpointed, resumable.
+//!
+//! Everything a step does is a function of (seed, step): which window it
+//! trains on (a seeded shuffle per epoch), the permutation of each view and
+//! the dropout masks. A checkpoint therefore only needs the adapter, the
+//! optimizer's moments (and the EMA teacher), and a run killed at any point
+//! resumes from its last checkpoint to the same weights as a run that was
+//! never interrupted.
+//!
+//! Directory layout of a run (`out`):
+//! - `train.json`: the settings; a rerun with other settings is refused,
+//! - `log.jsonl`: one line per step (loss, its parts, lambda, lr, gradient
+//!   norm, seconds, the window),
+//! - `checkpoints/step-NNNNNN/`: PEFT adapter + `optimizer.safetensors` +
+//!   `state.json`, written to a temporary directory and renamed (atomic),
+//! - `adapter/`: the final adapter (PEFT layout).
+
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use candle_core::{DType, Tensor};
+use ocrank_engine::LoraConfig;
+use ocrank_score::{QueryText, Scorer};
+use serde::{Deserialize, Serialize};
+
+use crate::data::Example;
+use crate::error::{Error, Result};
+use crate::loss::{expected, grade_probs, objective_loss, Objective};
+use crate::optim::{AdamW, AdamWConfig, Cosine};
+
+/// EMA mean-teacher: an exponential moving average of the adapter scores a
+/// fresh permutation of the window (no gradient); the student's view A is
+/// pulled towards it with `weight`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct EmaConfig {
+    pub decay: f64,
+    pub weight: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrainConfig {
+    pub objective: Objective,
+    pub steps: usize,
+    /// OC-SFT consistency weight.
+    pub lambda: f64,
+    /// Steps over which lambda rises linearly from 0.
+    pub lambda_warmup: usize,
+    pub lora: LoraConfig,
+    pub optim: AdamWConfig,
+    /// Learning-rate warm-up steps before the cosine decay.
+    pub lr_warmup: usize,
+    pub seed: u64,
+    /// Save a checkpoint every N steps (and always after the last step).
+    pub checkpoint_every: usize,
+    pub ema: Option<EmaConfig>,
+    /// Weight of KL(base || student) over the grade distributions of view A.
+    pub kl_base: Option<f64>,
+}
+
+impl TrainConfig {
+    pub fn lambda_at(&self, step: usize) -> f64 {
+        if self.lambda_warmup == 0 {
+            self.lambda
+        } else {
+            self.lambda * (step as f64 / self.lambda_warmup as f64).min(1.0)
+        }
+    }
+
+    pub fn views(&self) -> usize {
+        if self.objective == Objective::OcSft {
+            2
+        } else {
+            1
+        }
+    }
+}
+
+/// One line of `log.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepLog {
+    /// 1-based: the number of updates done after this step.
+    pub step: usize,
+    pub loss: f64,
+    pub supervised: f64,
+    pub consistency: f64,
+    pub regulariser: f64,
+    pub lambda: f64,
+    pub lr: f64,
+    pub grad_norm: f64,
+    pub seconds: f64,
+    pub qid: String,
+    /// Index of the training window.
+    pub example: usize,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct CheckpointState {
+    step: usize,
+    optimizer_updates: usize,
+}
+
+/// The window and views of one step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepPlan {
+    pub example: usize,
+    /// View A's slot order (indices into the example's candidates).
+    pub view_a: Vec<usize>,
+    /// View B's (OC-SFT) or the EMA teacher's slot order.
+    pub view_b: Option<Vec<usize>>,
+}
+
+/// The training window of 0-based step `step`: epochs visit every example
+/// once, each in its own seeded order.
+pub fn example_at(seed: u64, n_examples: usize, step: usize) -> usize {
+    let epoch = step / n_examples;
+    let order = ocrank_plan::permutation(seed, "ocrank-train/epoch", n_examples, epoch + 1);
+    order[step % n_examples]
+}
+
+fn seeded_order(seed: u64, what: &str, step: usize, n: usize) -> Vec<usize> {
+    ocrank_plan::permutation(seed, &format!("ocrank-train/{what}/{step}"), n, 1)
+}
+
+pub fn plan_step(cfg: &TrainConfig, examples: &[Example], step: usize) -> StepPlan {
+    let example = example_at(cfg.seed, examples.len(), step);
+    let n = examples[example].ids.len();
+    let identity: Vec<usize> = (0..n).collect();
+    let view_a = match cfg.objective {
+        Objective::PermAug => seeded_order(cfg.seed, "perm-aug", step, n),
+        _ => identity,
+    };
+    let view_b = if cfg.objective == Objective::OcSft || cfg.ema.is_some() {
+        Some(seeded_order(cfg.seed, "view-b", step, n))
+    } else {
+        None
+    };
+    StepPlan {
+        example,
+        view_a,
+        view_b,
+    }
+}
+
+/// Scores `order` of `ex` as a batched window and returns the expected
+/// grades aligned to the example's candidate order, with the distributions.
+fn view_scores(
+    scorer: &Scorer,
+    q: &QueryText,
+    ex: &Example,
+    order: &[usize],
+    dropout: Option<u64>,
+) -> Result<(Tensor, Tensor)> {
+    let texts: Vec<&str> = order.iter().map(|&i| ex.texts[i].as_str()).collect();
+    let probs = grade_probs(scorer, q, &texts, dropout)?;
+    // Slot s holds candidate order[s]; candidate i sits at slot inv[i].
+    let mut inv = vec![0u32; order.len()];
+    for (s, &i) in order.iter().enumerate() {
+        inv[i] = s as u32;
+    }
+    let inv = Tensor::new(inv.as_slice(), probs.device())?;
+    let probs = probs.index_select(&inv, 0)?;
+    Ok((expected(&probs)?, probs))
+}
+
+pub struct Trainer<'a> {
+    pub scorer: &'a Scorer<'a>,
+    pub examples: Vec<Example>,
+    pub cfg: TrainConfig,
+    opt: AdamW,
+    ema: Option<HashMap<String, Tensor>>,
+    queries: HashMap<String, QueryText>,
+    schedule: Cosine,
+    step: usize,
+}
+
+/// The mathematical result of one step, without the update (for tests).
+pub struct StepOutput {
+    pub loss: crate::loss::Loss,
+    pub regulariser: f64,
+    pub total: Tensor,
+}
+
+impl<'a> Trainer<'a> {
+    /// The scorer's decoder must carry adapters (`attach_lora`) and use the
+    /// composite kernels.
+    pub fn new(scorer: &'a Scorer<'a>, examples: Vec<Example>, cfg: TrainConfig) -> Result<Self> {
+        let vars = scorer.engine.decoder.lora_vars();
+        if vars.is_empty() {
+            return Err(Error::Train(
+                "the decoder has no LoRA adapters to train".into(),
+            ));
+        }
+        if examples.is_empty() {
+            return Err(Error::Train("no training examples".into()));
+        }
+        if cfg.steps == 0 {
+            return Err(Error::Train("--steps must be at least 1".into()));
+        }
+        let ema = match cfg.ema {
+            Some(_) => Some(current_values(scorer)?),
+            None => None,
+        };
+        let schedule = Cosine {
+            peak: cfg.optim.lr,
+            warmup: cfg.lr_warmup,
+            total: cfg.steps,
+        };
+        Ok(Trainer {
+            scorer,
+            examples,
+            opt: AdamW::new(vars, cfg.optim.clone())?,
+            ema,
+            queries: HashMap::new(),
+            schedule,
+            cfg,
+            step: 0,
+        })
+    }
+
+    /// Steps done so far.
+    pub fn step(&self) -> usize {
+        self.step
+    }
+
+    fn query(&mut self, ex: usize) -> Result<QueryText> {
+        let e = &self.examples[ex];
+        if let Some(q) = self.queries.get(&e.qid) {
+            return Ok(q.clone());
+        }
+        let q = self.scorer.query_text(&e.query)?;
+        self.queries.insert(e.qid.clone(), q.clone());
+        Ok(q)
+    }
+
+    /// Forward of step `step` (0-based): the loss with its graph.
+    pub fn forward(&mut self, step: usize) -> Result<(StepPlan, StepOutput)> {
+        let plan = plan_step(&self.cfg, &self.examples, step);
+        let q = self.query(plan.example)?;
+        let ex = &self.examples[plan.example];
+        let key = |view: u64| {
+            let mut h = self.cfg.seed ^ 0x6F63_7261_6E6B_0000;
+            h = h.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ step as u64;
+            Some(h.wrapping_mul(0xBF58_476D_1CE4_E5B9) ^ view)
+        };
+        let (s_a, p_a) = view_scores(self.scorer, &q, ex, &plan.view_a, key(1))?;
+        let lambda = self.cfg.lambda_at(step);
+        let s_b = match (self.cfg.objective, &plan.view_b) {
+            (Objective::OcSft, Some(b)) => Some(view_scores(self.scorer, &q, ex, b, key(2))?.0),
+            _ => None,
+        };
+        let loss = objective_loss(&s_a, &ex.labels, s_b.as_ref(), lambda)?;
+        let mut total = loss.total.clone();
+        let mut regulariser = 0.0;
+        let n = ex.labels.len() as f64;
+        if let (Some(ema_cfg), Some(ema), Some(b)) = (self.cfg.ema, &self.ema, &plan.view_b) {
+            let current = current_values(self.scorer)?;
+            self.scorer.engine.decoder.set_lora(ema)?;
+            let teacher = view_scores(self.scorer, &q, ex, b, None);
+            self.scorer.engine.decoder.set_lora(&current)?;
+            let t = teacher?.0.detach();
+            let term = ((&s_a - &t)?.sqr()?.sum_all()? / n)?;
+            regulariser += term.to_dtype(DType::F64)?.to_scalar::<f64>()?;
+            total = (total + (term * ema_cfg.weight)?)?;
+        }
+        if let Some(w) = self.cfg.kl_base {
+            let current = current_values(self.scorer)?;
+            let base: HashMap<String, Tensor> = current
+                .iter()
+                .map(|(k, v)| {
+                    let v = if k.contains("lora_B") {
+                        v.zeros_like()?
+                    } else {
+                        v.clone()
+                    };
+                    Ok((k.clone(), v))
+                })
+                .collect::<candle_core::Result<_>>()?;
+            self.scorer.engine.decoder.set_lora(&base)?;
+            let base_probs = view_scores(self.scorer, &q, ex, &plan.view_a, None);
+            self.scorer.engine.decoder.set_lora(&current)?;
+            let pb = base_probs?.1.detach();
+            // KL(base || student) = sum p_b (log p_b - log p_s), per slot.
+            let kl = (&pb * (pb.log()? - p_a.log()?)?)?.sum_all()?;
+            let kl = (kl / n)?;
+            regulariser += kl.to_dtype(DType::F64)?.to_scalar::<f64>()?;
+            total = (total + (kl * w)?)?;
+        }
+        Ok((
+            plan,
+            StepOutput {
+                loss,
+                regulariser,
+                total,
+            },
+        ))
+    }
+
+    /// One training step: forward, backward, AdamW update, EMA update.
+    pub fn train_step(&mut self) -> Result<StepLog> {
+        let start = Instant::now();
+        let step = self.step;
+        let (plan, out) = self.forward(step)?;
+        let grads = out.total.backward()?;
+        let lr = self.schedule.lr(step);
+        let info = self.opt.step(&grads, lr)?;
+        if let (Some(cfg), Some(ema)) = (self.cfg.ema, self.ema.as_mut()) {
+            let current = current_values(self.scorer)?;
+            for (k, v) in ema.iter_mut() {
+                *v = ((&*v * cfg.decay)? + (&current[k] * (1.0 - cfg.decay))?)?;
+            }
+        }
+        self.step += 1;
+        let loss = out.total.to_dtype(DType::F64)?.to_scalar::<f64>()?;
+        Ok(StepLog {
+            step: self.step,
+            loss,
+            supervised: out.loss.supervised,
+            consistency: out.loss.consistency,
+            regulariser: out.regulariser,
+            lambda: self.cfg.lambda_at(step),
+            lr: info.lr,
+            grad_norm: info.grad_norm,
+            seconds: start.elapsed().as_secs_f64(),
+            qid: self.examples[plan.example].qid.clone(),
+            example: plan.example,
+        })
+    }
+
+    /// Writes a checkpoint of the current step into `dir/step-NNNNNN`
+    /// atomically (temporary directory, then rename).
+    pub fn save_checkpoint(&self, dir: &Path, base_model: &str) -> Result<PathBuf> {
+        let final_dir = checkpoint_dir(dir, self.step);
+        let tmp = dir.join(format!(".step-{:06}.tmp", self.step));
+        if tmp.exists() {
+            std::fs::remove_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
+        }
+        std::fs::create_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
+        self.scorer
+            .engine
+            .decoder
+            .save_lora(&self.cfg.lora, &tmp, base_model)?;
+        let mut state = self.opt.state();
+        if let Some(ema) = &self.ema {
+            for (k, v) in ema {
+                state.insert(format!("ema.{k}"), v.clone());
+            }
+        }
+        let path = tmp.join("optimizer.safetensors");
+        candle_core::safetensors::save(&state, &path)
+            .map_err(|e| Error::Train(format!("{}: {e}", path.display())))?;
+        let st = CheckpointState {
+            step: self.step,
+            optimizer_updates: self.opt.t,
+        };
+        let path = tmp.join("state.json");
+        std::fs::write(&path, serde_json::to_string_pretty(&st).expect("state"))
+            .map_err(|e| Error::io(&path, e))?;
+        if final_dir.exists() {
+            std::fs::remove_dir_all(&final_dir).map_err(|e| Error::io(&final_dir, e))?;
+        }
+        std::fs::rename(&tmp, &final_dir).map_err(|e| Error::io(&final_dir, e))?;
+        Ok(final_dir)
+    }
+
+    /// Restores a checkpoint written by [`Trainer::save_checkpoint`].
+    pub fn load_checkpoint(&mut self, ckpt: &Path) -> Result<()> {
+        let st_path = ckpt.join("state.json");
+        let text = std::fs::read_to_string(&st_path).map_err(|e| Error::io(&st_path, e))?;
+        let st: CheckpointState = serde_json::from_str(&text)
+            .map_err(|e| Error::Train(format!("{}: {e}", st_path.display())))?;
+        let ad = ckpt.join("adapter_model.safetensors");
+        let values = candle_core::safetensors::load(&ad, &candle_core::Device::Cpu)
+            .map_err(|e| Error::Train(format!("{}: {e}", ad.display())))?;
+        self.scorer.engine.decoder.set_lora(&values)?;
+        let op = ckpt.join("optimizer.safetensors");
+        let state = candle_core::safetensors::load(&op, &candle_core::Device::Cpu)
+            .map_err(|e| Error::Train(format!("{}: {e}", op.display())))?;
+        self.opt.restore(&state, st.optimizer_updates)?;
+        if let Some(ema) = self.ema.as_mut() {
+            for (k, v) in ema.iter_mut() {
+                let key = format!("ema.{k}");
+                let x = state
+                    .get(&key)
+                    .ok_or_else(|| Error::Train(format!("{}: lacks {key}", op.display())))?;
+                *v = x.to_dtype(v.dtype())?.to_device(v.device())?;
+            }
+        }
+        self.step = st.step;
+        Ok(())
+    }
+}
+
+fn current_values(scorer: &Scorer) -> Result<HashMap<String, Tensor>> {
+    scorer
+        .engine
+        .decoder
+        .lora_vars()
+        .into_iter()
+        .map(|(k, v)| Ok((k, v.as_tensor().copy()?)))
+        .collect()
+}
+
+pub fn checkpoint_dir(dir: &Path, step: usize) -> PathBuf {
+    dir.join(format!("step-{step:06}"))
+}
+
+/// Completed checkpoints in `dir`, by step.
+pub fn checkpoints(dir: &Path) -> Result<Vec<(usize, PathBuf)>> {
+    let mut out = Vec::new();
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+        Err(e) => return Err(Error::io(dir, e)),
+    };
+    for e in entries {
+        let e = e.map_err(|e| Error::io(dir, e))?;
+        let name = e.file_name().to_string_lossy().into_owned();
+        if let Some(n) = name
+            .strip_prefix("step-")
+            .and_then(|s| s.parse::<usize>().ok())
+        {
+            if e.path().join("state.json").exists() {
+                out.push((n, e.path()));
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Keeps the complete lines of `log` whose step is at most `step` (the
+/// lines of steps after the checkpoint a run resumes from are redone).
+pub fn truncate_log(log: &Path, step: usize) -> Result<()> {
+    let file = match std::fs::File::open(log) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io(log, e)),
+    };
+    let mut keep = Vec::new();
+    for line in std::io::BufReader::new(file).lines() {
+        let line = line.map_err(|e| Error::io(log, e))?;
+        match serde_json::from_str::<StepLog>(&line) {
+            Ok(l) if l.step <= step => keep.push(line),
+            _ => {}
+        }
+    }
+    let tmp = log.with_extension("jsonl.tmp");
+    let mut f = std::fs::File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
+    for l in keep {
+        writeln!(f, "{l}").map_err(|e| Error::io(&tmp, e))?;
+    }
+    f.sync_all().map_err(|e| Error::io(&tmp, e))?;
+    std::fs::rename(&tmp, log).map_err(|e| Error::io(log, e))?;
+    Ok(())
+}
+
+/// Runs (or resumes) training into `out`: see the module documentation.
+/// `settings` fingerprints everything that determines the run; a directory
+/// holding a run with other settings is refused. `on_step` sees every step.
+pub fn run(
+    trainer: &mut Trainer,
+    out: &Path,
+    settings: &serde_json::Value,
+    base_model: &str,
+    mut on_step: impl FnMut(&StepLog),
+) -> Result<Vec<StepLog>> {
+    std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
+    let settings_path = out.join("train.json");
+    match std::fs::read_to_string(&settings_path) {
+        Ok(text) => {
+            let old: serde_json::Value = serde_json::from_str(&text)
+                .map_err(|e| Error::Train(format!("{}: {e}", settings_path.display())))?;
+            if old["settings"] != *settings {
+                return Err(Error::Train(format!(
+                    "{} holds a training run with other settings; use another --out or remove it",
+                    out.display()
+                )));
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let doc = serde_json::json!({ "settings": settings });
+            std::fs::write(
+                &settings_path,
+                serde_json::to_string_pretty(&doc).expect("json"),
+            )
+            .map_err(|e| Error::io(&settings_path, e))?;
+        }
+        Err(e) => return Err(Error::io(&settings_path, e)),
+    }
+    let ck_dir = out.join("checkpoints");
+    std::fs::create_dir_all(&ck_dir).map_err(|e| Error::io(&ck_dir, e))?;
+    let log_path = out.join("log.jsonl");
+    if let Some((step, path)) = checkpoints(&ck_dir)?.pop() {
+        trainer.load_checkpoint(&path)?;
+        debug_assert_eq!(trainer.step(), step);
+    }
+    truncate_log(&log_path, trainer.step())?;
+    let mut log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log_path)
+        .map_err(|e| Error::io(&log_path, e))?;
+    let mut logs = Vec::new();
+    let every = trainer.cfg.checkpoint_every.max(1);
+    while trainer.step() < trainer.cfg.steps {
+        let l = trainer.train_step()?;
+        writeln!(log, "{}", serde_json::to_string(&l).expect("log line"))
+            .map_err(|e| Error::io(&log_path, e))?;
+        on_step(&l);
+        logs.push(l);
+        let s = trainer.step();
+        if s.is_multiple_of(every) || s == trainer.cfg.steps {
+            log.flush().map_err(|e| Error::io(&log_path, e))?;
+            log.sync_data().map_err(|e| Error::io(&log_path, e))?;
+            trainer.save_checkpoint(&ck_dir, base_model)?;
+        }
+    }
+    let final_dir = out.join("adapter");
+    let last = checkpoint_dir(&ck_dir, trainer.step());
+    if last.exists() {
+        trainer
+            .scorer
+            .engine
+            .decoder
+            .save_lora(&trainer.cfg.lora, &final_dir, base_model)?;
+    }
+    Ok(logs)
+}
+
+/// Reads a run's `log.jsonl`.
+pub fn read_log(path: &Path) -> Result<Vec<StepLog>> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            serde_json::from_str(l)
+                .map_err(|e| Error::Train(format!("{}:{}: {e}", path.display(), i + 1)))
+        })
+        .collect()
+}

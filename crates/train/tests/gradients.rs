@@ -1,0 +1,453 @@
+//! Gradient correctness of the training loss (SPEC.md section 5) on a tiny
+//! random decoder of the Llama family with the real SmolLM2 tokenizer and
+//! chat template (so prompts, slots and grade tokens are the real ones):
+//! - autograd against central finite differences of the whole OC-SFT loss in
+//!   f64, along a random direction of all LoRA weights;
+//! - view B carries gradients: detaching it makes autograd disagree with the
+//!   finite differences (so the check above can fail);
+//! - every LoRA tensor receives a non-zero gradient.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use candle_core::Var;
+use ocrank_data::{LabelHeader, Labels};
+use ocrank_engine::{
+    Arch, DType, Decoder, Device, Engine, Kernels, LoraConfig, ModelConfig, Tensor,
+};
+use ocrank_score::{Mode, PromptConfig, ScoreConfig, Scorer, Template};
+use ocrank_train::{
+    expected, grade_probs, objective_loss, AdamWConfig, Example, Objective, TrainConfig, Trainer,
+};
+
+const MODEL: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../models/SmolLM2-135M-Instruct.Q4_1.gguf"
+);
+
+fn engine(dtype: DType, lora: &LoraConfig) -> Engine {
+    let mut e = Engine::load(Path::new(MODEL), DType::F32, &Device::Cpu)
+        .expect("the SmolLM2 GGUF (scripts/setup.sh --no-build fetches it)");
+    let mut cfg = ModelConfig::tiny(Arch::Llama);
+    cfg.vocab_size = e.decoder.cfg.vocab_size;
+    e.decoder = Decoder::random(cfg, 21, dtype, &Device::Cpu).unwrap();
+    e.decoder.kernels = Kernels::Composite;
+    e.decoder.attach_lora(lora, 3).unwrap();
+    e
+}
+
+fn score_config() -> ScoreConfig {
+    ScoreConfig {
+        prompt: PromptConfig {
+            template: Template::Compact,
+            max_chars: 200,
+            ..PromptConfig::default()
+        },
+        mode: Mode::Batched,
+        width: 4,
+        ..ScoreConfig::default()
+    }
+}
+
+fn example() -> Example {
+    Example {
+        qid: "q1".into(),
+        query: "what is the boiling point of water at sea level".into(),
+        ids: ["d1", "d2", "d3", "d4"].map(String::from).to_vec(),
+        texts: vec![
+            "Water boils at 100 degrees Celsius at sea level.".into(),
+            "The Eiffel Tower is in Paris.".into(),
+            "At higher altitudes water boils at lower temperatures.".into(),
+            "Bananas are rich in potassium.".into(),
+        ],
+        labels: vec![3.0, 0.0, 2.0, 0.5],
+    }
+}
+
+fn train_config(objective: Objective, lora: LoraConfig) -> TrainConfig {
+    TrainConfig {
+        objective,
+        steps: 4,
+        lambda: 3.0,
+        lambda_warmup: 0,
+        lora,
+        optim: AdamWConfig {
+            lr: 1e-2,
+            ..Default::default()
+        },
+        lr_warmup: 0,
+        seed: 5,
+        checkpoint_every: 2,
+        ema: None,
+        kl_base: None,
+    }
+}
+
+/// Sets every lora_B to seeded non-zero values (fresh adapters have B = 0,
+/// which zeroes the gradient of A).
+fn perturb_b(d: &Decoder) {
+    let mut values = HashMap::new();
+    for (i, (name, var)) in d.lora_vars().into_iter().enumerate() {
+        let t = var.as_tensor();
+        let v = if name.contains("lora_B") {
+            let data: Vec<f64> = (0..t.elem_count())
+                .map(|j| (((j * 7919 + i * 104_729) % 1000) as f64 / 1000.0 - 0.5) * 0.4)
+                .collect();
+            Tensor::from_vec(data, t.dims(), t.device())
+                .unwrap()
+                .to_dtype(t.dtype())
+                .unwrap()
+        } else {
+            t.clone()
+        };
+        values.insert(name, v);
+    }
+    d.set_lora(&values).unwrap();
+}
+
+fn direction(vars: &[(String, Var)]) -> Vec<Tensor> {
+    vars.iter()
+        .enumerate()
+        .map(|(i, (_, v))| {
+            let n = v.elem_count();
+            let data: Vec<f64> = (0..n)
+                .map(|j| (((j * 31 + i * 17) % 97) as f64 / 97.0) - 0.5)
+                .collect();
+            Tensor::from_vec(data, v.dims(), v.device()).unwrap()
+        })
+        .collect()
+}
+
+fn shift(vars: &[(String, Var)], base: &[Tensor], dir: &[Tensor], eps: f64) {
+    for ((_, v), (b, d)) in vars.iter().zip(base.iter().zip(dir)) {
+        v.set(&(b + (d * eps).unwrap()).unwrap()).unwrap();
+    }
+}
+
+/// The OC-SFT loss of the window in two orders, optionally with view B
+/// detached (the bug this test must catch).
+fn oc_loss(scorer: &Scorer, detach_b: bool) -> Tensor {
+    let ex = example();
+    let q = scorer.query_text(&ex.query).unwrap();
+    let texts: Vec<&str> = ex.texts.iter().map(|s| s.as_str()).collect();
+    let s_a = expected(&grade_probs(scorer, &q, &texts, None).unwrap()).unwrap();
+    // View B: order [2, 0, 3, 1]; align back to candidate order.
+    let order = [2usize, 0, 3, 1];
+    let tb: Vec<&str> = order.iter().map(|&i| texts[i]).collect();
+    let s_b = expected(&grade_probs(scorer, &q, &tb, None).unwrap()).unwrap();
+    let inv = Tensor::new(&[1u32, 3, 0, 2], &Device::Cpu).unwrap();
+    let mut s_b = s_b.index_select(&inv, 0).unwrap();
+    if detach_b {
+        s_b = s_b.detach();
+    }
+    objective_loss(&s_a, &ex.labels, Some(&s_b), 3.0)
+        .unwrap()
+        .total
+}
+
+#[test]
+fn autograd_matches_finite_differences_and_view_b_is_not_detached() {
+    let lora = LoraConfig {
+        rank: 2,
+        alpha: 4.0,
+        dropout: 0.0,
+        ..Default::default()
+    };
+    let e = engine(DType::F64, &lora);
+    perturb_b(&e.decoder);
+    let scorer = Scorer::new(&e, score_config()).unwrap();
+    let vars = e.decoder.lora_vars();
+    let base: Vec<Tensor> = vars
+        .iter()
+        .map(|(_, v)| v.as_tensor().copy().unwrap())
+        .collect();
+    let dir = direction(&vars);
+    let directional = |detach: bool| -> f64 {
+        let grads = oc_loss(&scorer, detach).backward().unwrap();
+        vars.iter()
+            .zip(&dir)
+            .map(|((_, v), d)| match grads.get(v.as_tensor()) {
+                Some(g) => (g * d)
+                    .unwrap()
+                    .sum_all()
+                    .unwrap()
+                    .to_scalar::<f64>()
+                    .unwrap(),
+                None => 0.0,
+            })
+            .sum()
+    };
+    let auto = directional(false);
+    let auto_detached = directional(true);
+    let eps = 1e-5;
+    shift(&vars, &base, &dir, eps);
+    let plus = oc_loss(&scorer, false).to_scalar::<f64>().unwrap();
+    shift(&vars, &base, &dir, -eps);
+    let minus = oc_loss(&scorer, false).to_scalar::<f64>().unwrap();
+    shift(&vars, &base, &dir, 0.0);
+    let fd = (plus - minus) / (2.0 * eps);
+    let rel = (auto - fd).abs() / fd.abs().max(1e-12);
+    assert!(
+        fd.abs() > 1e-6,
+        "degenerate check: directional derivative {fd}"
+    );
+    assert!(
+        rel < 1e-6,
+        "autograd {auto} vs finite differences {fd} (relative {rel})"
+    );
+    let rel_detached = (auto_detached - fd).abs() / fd.abs();
+    assert!(
+        rel_detached > 1e-3,
+        "detaching view B should change the gradient (autograd {auto_detached} vs {fd})"
+    );
+}
+
+#[test]
+fn trainer_loss_matches_finite_differences() {
+    let lora = LoraConfig {
+        rank: 2,
+        alpha: 4.0,
+        dropout: 0.0,
+        targets: vec!["q_proj".into(), "v_proj".into(), "up_proj".into()],
+    };
+    let e = engine(DType::F64, &lora);
+    perturb_b(&e.decoder);
+    let scorer = Scorer::new(&e, score_config()).unwrap();
+    let mut trainer = Trainer::new(
+        &scorer,
+        vec![example()],
+        train_config(Objective::OcSft, lora),
+    )
+    .unwrap();
+    let vars = e.decoder.lora_vars();
+    let base: Vec<Tensor> = vars
+        .iter()
+        .map(|(_, v)| v.as_tensor().copy().unwrap())
+        .collect();
+    let dir = direction(&vars);
+    let grads = trainer.forward(0).unwrap().1.total.backward().unwrap();
+    let auto: f64 = vars
+        .iter()
+        .zip(&dir)
+        .map(|((_, v), d)| {
+            (grads.get(v.as_tensor()).unwrap() * d)
+                .unwrap()
+                .sum_all()
+                .unwrap()
+                .to_scalar::<f64>()
+                .unwrap()
+        })
+        .sum();
+    let eps = 1e-5;
+    let mut loss_at = |x: f64| {
+        shift(&vars, &base, &dir, x);
+        trainer
+            .forward(0)
+            .unwrap()
+            .1
+            .total
+            .to_scalar::<f64>()
+            .unwrap()
+    };
+    let fd = (loss_at(eps) - loss_at(-eps)) / (2.0 * eps);
+    let rel = (auto - fd).abs() / fd.abs().max(1e-12);
+    assert!(
+        rel < 1e-6,
+        "autograd {auto} vs finite differences {fd} (relative {rel})"
+    );
+}
+
+#[test]
+fn every_lora_tensor_gets_a_nonzero_gradient() {
+    let lora = LoraConfig::default();
+    let e = engine(DType::F32, &lora);
+    let scorer = Scorer::new(&e, score_config()).unwrap();
+    let mut trainer = Trainer::new(
+        &scorer,
+        vec![example()],
+        train_config(Objective::OcSft, lora),
+    )
+    .unwrap();
+    // Fresh adapters: B = 0, so only the B matrices get gradients at first.
+    let grads = trainer.forward(0).unwrap().1.total.backward().unwrap();
+    for (name, v) in e.decoder.lora_vars() {
+        if name.contains("lora_B") {
+            let g = grads
+                .get(v.as_tensor())
+                .unwrap_or_else(|| panic!("{name}: no gradient"));
+            let norm = g
+                .sqr()
+                .unwrap()
+                .sum_all()
+                .unwrap()
+                .to_scalar::<f32>()
+                .unwrap();
+            assert!(norm > 0.0, "{name}: zero gradient at step 0");
+        }
+    }
+    // After one update every tensor, A and B, must get a gradient.
+    trainer.train_step().unwrap();
+    let grads = trainer.forward(1).unwrap().1.total.backward().unwrap();
+    let vars = e.decoder.lora_vars();
+    assert_eq!(vars.len(), 2 * 7 * e.decoder.cfg.num_layers);
+    for (name, v) in vars {
+        let g = grads
+            .get(v.as_tensor())
+            .unwrap_or_else(|| panic!("{name}: no gradient"));
+        let norm = g
+            .sqr()
+            .unwrap()
+            .sum_all()
+            .unwrap()
+            .to_scalar::<f32>()
+            .unwrap();
+        assert!(
+            norm > 0.0 && norm.is_finite(),
+            "{name}: gradient norm {norm}"
+        );
+    }
+}
+
+#[test]
+fn fused_kernels_are_refused_for_training() {
+    let lora = LoraConfig::default();
+    let mut e = engine(DType::F32, &lora);
+    e.decoder.kernels = Kernels::Fused;
+    let scorer = Scorer::new(&e, score_config()).unwrap();
+    let ex = example();
+    let q = scorer.query_text(&ex.query).unwrap();
+    let err = grade_probs(&scorer, &q, &["a", "b"], None)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("composite"), "{err}");
+}
+
+fn labels_for(ex: &Example) -> Labels {
+    let mut by_query = BTreeMap::new();
+    by_query.insert(
+        ex.qid.clone(),
+        ex.ids
+            .iter()
+            .cloned()
+            .zip(ex.labels.iter().copied())
+            .collect(),
+    );
+    Labels {
+        header: LabelHeader {
+            ocrank_labels: 1,
+            teacher: "gold".into(),
+            orders: 1,
+            provenance: serde_json::Value::Null,
+        },
+        by_query,
+    }
+}
+
+/// A run resumed from its step-2 checkpoint ends with exactly the weights
+/// and log of an uninterrupted run (dropout on, OC-SFT with an EMA teacher).
+#[test]
+fn resumed_training_equals_uninterrupted() {
+    let lora = LoraConfig {
+        rank: 4,
+        ..Default::default()
+    };
+    let mut cfg = train_config(Objective::OcSft, lora.clone());
+    cfg.ema = Some(ocrank_train::EmaConfig {
+        decay: 0.9,
+        weight: 0.5,
+    });
+    cfg.kl_base = Some(0.1);
+    cfg.lambda_warmup = 2;
+    let settings = serde_json::json!({"test": 1});
+    let pool = ocrank_data::Pool {
+        qid: "q1".into(),
+        query: example().query,
+        candidates: example()
+            .ids
+            .iter()
+            .zip(&example().texts)
+            .map(|(id, t)| ocrank_data::Candidate {
+                id: id.clone(),
+                text: t.clone(),
+                grade: None,
+            })
+            .collect(),
+    };
+    let examples = ocrank_train::examples(&[pool], &labels_for(&example()), 4, 4).unwrap();
+
+    let full_dir = tempfile::tempdir().unwrap();
+    let e1 = engine(DType::F32, &lora);
+    let s1 = Scorer::new(&e1, score_config()).unwrap();
+    let mut t1 = Trainer::new(&s1, examples.clone(), cfg.clone()).unwrap();
+    let log1 = ocrank_train::run(&mut t1, full_dir.path(), &settings, "tiny", |_| {}).unwrap();
+    assert_eq!(log1.len(), 4);
+
+    // Interrupted: two steps and the checkpoint a killed run leaves behind,
+    // plus a log line of a step after it that must be redone.
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let e2 = engine(DType::F32, &lora);
+        let s2 = Scorer::new(&e2, score_config()).unwrap();
+        let mut t2 = Trainer::new(&s2, examples.clone(), cfg.clone()).unwrap();
+        let mut short = cfg.clone();
+        short.steps = 4;
+        std::fs::create_dir_all(dir.path().join("checkpoints")).unwrap();
+        std::fs::write(
+            dir.path().join("train.json"),
+            serde_json::to_string(&serde_json::json!({"settings": settings})).unwrap(),
+        )
+        .unwrap();
+        let mut lines = String::new();
+        for _ in 0..3 {
+            let l = t2.train_step().unwrap();
+            lines.push_str(&serde_json::to_string(&l).unwrap());
+            lines.push('\n');
+            if t2.step() == 2 {
+                t2.save_checkpoint(&dir.path().join("checkpoints"), "tiny")
+                    .unwrap();
+            }
+        }
+        std::fs::write(dir.path().join("log.jsonl"), lines).unwrap();
+    }
+    let e3 = engine(DType::F32, &lora);
+    let s3 = Scorer::new(&e3, score_config()).unwrap();
+    let mut t3 = Trainer::new(&s3, examples, cfg).unwrap();
+    ocrank_train::run(&mut t3, dir.path(), &settings, "tiny", |_| {}).unwrap();
+    for ((n1, v1), (_, v3)) in e1
+        .decoder
+        .lora_vars()
+        .iter()
+        .zip(e3.decoder.lora_vars().iter())
+    {
+        let d = (v1.as_tensor() - v3.as_tensor())
+            .unwrap()
+            .abs()
+            .unwrap()
+            .max_all()
+            .unwrap()
+            .to_scalar::<f32>()
+            .unwrap();
+        assert_eq!(d, 0.0, "{n1} differs after resuming");
+    }
+    let log3 = ocrank_train::trainer::read_log(&dir.path().join("log.jsonl")).unwrap();
+    let strip = |l: &[ocrank_train::StepLog]| {
+        l.iter()
+            .map(|x| (x.step, x.loss, x.grad_norm, x.example))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(strip(&log1), strip(&log3));
+
+    // Other settings are refused.
+    let e4 = engine(DType::F32, &lora);
+    let s4 = Scorer::new(&e4, score_config()).unwrap();
+    let mut t4 = Trainer::new(&s4, vec![example()], train_config(Objective::OcSft, lora)).unwrap();
+    let err = ocrank_train::run(
+        &mut t4,
+        dir.path(),
+        &serde_json::json!({"test": 2}),
+        "tiny",
+        |_| {},
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("other settings"), "{err}");
+}
