@@ -57,6 +57,42 @@ pub fn load(dir: &Path) -> Result<AuditResults, String> {
     })
 }
 
+/// The BSC@K curve point of an audit as a variant of its own (the averaged
+/// scores of G >= 2 disjoint groups of K permutations), or None when the
+/// audit has no such point (a single group has no measurable instability).
+pub fn load_bsc(dir: &Path, k: usize) -> Result<Option<AuditResults>, String> {
+    let base = load(dir)?;
+    let path = dir.join("results.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("{}:{}: {e}", path.display(), e.line()))?;
+    let Some(points) = v["bsc"].as_array() else {
+        return Ok(None);
+    };
+    for p in points {
+        let groups = p["groups"].as_u64().unwrap_or(0);
+        if p["k"].as_u64() != Some(k as u64) || groups < 2 || p["per_query"].is_null() {
+            continue;
+        }
+        fn parse<T: serde::de::DeserializeOwned>(
+            p: &serde_json::Value,
+            path: &Path,
+            name: &str,
+        ) -> Result<T, String> {
+            serde_json::from_value(p[name].clone())
+                .map_err(|e| format!("{}: bsc {name}: {e}", path.display()))
+        }
+        let name = base.label.split(" (").next().unwrap_or("").to_string();
+        return Ok(Some(AuditResults {
+            dir: dir.to_path_buf(),
+            label: format!("{name} BSC@{k} ({groups} groups)"),
+            collection: parse(p, &path, "collection")?,
+            per_query: parse(p, &path, "per_query")?,
+        }));
+    }
+    Ok(None)
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Row {
     pub measure: String,

@@ -30,6 +30,14 @@ enum Command {
     Bench(cmd::bench::Args),
     /// Export the permutation plan and rendered windows for an external scorer.
     Prompts(cmd::prompts::Args),
+    /// Make training labels (gold, LLM teacher, embedding teacher).
+    Label(cmd::label::Args),
+    /// Train the scorer with LoRA (single-order, order-averaged, perm-aug, OC-SFT).
+    Train(cmd::train::Args),
+    /// Choose a checkpoint on the held-out split by ranking quality.
+    Select(cmd::select::Args),
+    /// Benchmark a training step of each objective side by side.
+    TrainBench(cmd::train_bench::Args),
 }
 
 /// Errors print as one line: what failed, then its causes after colons.
@@ -51,5 +59,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Score(args) => cmd::score::run(args),
         Command::Prompts(args) => cmd::prompts::run(args),
         Command::Bench(args) => cmd::bench::run(args),
+        Command::Label(args) => cmd::label::run(args),
+        Command::Train(args) => cmd::train::run(args),
+        Command::Select(args) => cmd::select::run(args),
+        Command::TrainBench(args) => cmd::train_bench::run(args),
     }
 }

@@ -9,6 +9,7 @@ pub mod attention;
 pub mod chat;
 pub mod config;
 pub mod error;
+mod frozen;
 pub mod gguf;
 pub mod lora;
 pub mod model;

@@ -262,6 +262,15 @@ impl Decoder {
         out
     }
 
+    /// Removes every adapter (back to the base model).
+    pub fn clear_lora(&mut self) {
+        for layer in 0..self.layers.len() {
+            for module in MODULES {
+                self.linear_mut(layer, module).lora = None;
+            }
+        }
+    }
+
     pub fn has_lora(&self) -> bool {
         !self.lora_vars().is_empty()
     }

@@ -51,7 +51,7 @@ impl Linear {
 
     /// Forward with the adapter's dropout drawn from `dropout_key` (training).
     pub fn forward_with(&self, x: &Tensor, dropout_key: Option<u64>) -> Result<Tensor> {
-        let y = x.matmul(&self.weight.t()?)?;
+        let y = crate::frozen::matmul_t(x, &self.weight)?;
         let y = match &self.bias {
             Some(b) => y.broadcast_add(b)?,
             None => y,
@@ -450,8 +450,7 @@ impl Decoder {
             let idx: Vec<u32> = input.readout.iter().map(|&r| r as u32).collect();
             let idx = Tensor::from_vec(idx, input.readout.len(), &self.device)?;
             let h = self.rms_norm(&x.index_select(&idx, 0)?, &self.norm)?;
-            h.matmul(&self.lm_head.t()?)?
-                .to_dtype(self.logits_dtype())?
+            crate::frozen::matmul_t(&h, &self.lm_head)?.to_dtype(self.logits_dtype())?
         };
         Ok(ForwardOutput {
             logits,

@@ -344,6 +344,7 @@ impl<'e> Scorer<'e> {
             prefix: Some(&ctx.cache),
             readout: &seq.readout,
             keep_cache: false,
+            dropout: None,
         })?;
         let logits = out
             .logits

@@ -511,7 +511,7 @@ pub fn run(
         on_step(&l);
         logs.push(l);
         let s = trainer.step();
-        if s.is_multiple_of(every) || s == trainer.cfg.steps {
+        if s % every == 0 || s == trainer.cfg.steps {
             log.flush().map_err(|e| Error::io(&log_path, e))?;
             log.sync_data().map_err(|e| Error::io(&log_path, e))?;
             trainer.save_checkpoint(&ck_dir, base_model)?;

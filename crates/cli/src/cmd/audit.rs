@@ -4,7 +4,6 @@
 //! `results.json` and `report.md` in `--out`.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -13,9 +12,8 @@ use ocrank_audit::{analysis, Store, StoredWindow, WindowKey};
 use ocrank_plan::PermutationPlan;
 use ocrank_score::Scorer;
 use serde_json::json;
-use sha2::{Digest, Sha256};
 
-use super::common::{progress_bar, ModelArgs, PoolArgs, ScorerArgs};
+use super::common::{progress_bar, sha256_file, ModelArgs, PoolArgs, ScorerArgs};
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
@@ -58,23 +56,6 @@ pub struct Args {
     /// Output directory (windows.jsonl, settings.json, results.json, report.md).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
-}
-
-fn sha256_file(path: &Path) -> anyhow::Result<String> {
-    if path.is_dir() {
-        return Ok("directory".into());
-    }
-    let mut f = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
-    let mut h = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = f.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-    }
-    Ok(format!("{:x}", h.finalize()))
 }
 
 /// Loads an external scores file into the store, one entry per window.
@@ -122,14 +103,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             "pools_sha256": sha256_file(&args.pools.pools)?,
             "depth": args.pools.depth,
         }),
-        None => json!({
-        "model_sha256": sha256_file(&args.model.model)?,
-        "pools_sha256": sha256_file(&args.pools.pools)?,
-        "depth": args.pools.depth,
-        "seed": args.seed,
-        "scorer": cfg,
-        "ocrank_version": env!("CARGO_PKG_VERSION"),
-        }),
+        None => {
+            let mut s = json!({
+                "pools_sha256": sha256_file(&args.pools.pools)?,
+                "depth": args.pools.depth,
+                "seed": args.seed,
+                "scorer": cfg,
+                "ocrank_version": env!("CARGO_PKG_VERSION"),
+            });
+            args.model.fingerprint(&mut s)?;
+            s
+        }
     };
     let mut store = Store::open(&args.out, &settings)?;
     if store.dropped_partial > 0 {
@@ -230,6 +214,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         "command": command,
         "ocrank_version": env!("CARGO_PKG_VERSION"),
         "model": args.model.model,
+        "adapter": args.model.adapter,
         "pools": args.pools.pools,
         "qrels": args.qrels,
         "queries": pools.len(),
@@ -239,7 +224,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         "ci": a.main.ci,
         "threshold": a.main.threshold,
         "per_query": a.main.per_query,
-        "bsc": a.bsc.iter().map(|p| json!({"k": p.k, "groups": p.groups, "collection": p.report.collection, "ci": p.report.ci})).collect::<Vec<_>>(),
+        "bsc": a.bsc.iter().map(|p| json!({"k": p.k, "groups": p.groups, "collection": p.report.collection, "ci": p.report.ci, "per_query": p.report.per_query})).collect::<Vec<_>>(),
         "slot_profile": a.slot_profile,
         "slot_r2": a.slot_r2,
         "random_ndcg_at_10": a.random_ndcg_at_10,

@@ -18,14 +18,64 @@ pub struct ModelArgs {
     /// Hugging Face directory (config.json, tokenizer.json, *.safetensors).
     #[arg(long, value_name = "PATH", default_value = DEFAULT_MODEL)]
     pub model: PathBuf,
+    /// A LoRA adapter in the PEFT layout (adapter_config.json +
+    /// adapter_model.safetensors, e.g. from `ocrank train`), merged into the
+    /// model's weights after loading.
+    #[arg(long, value_name = "DIR")]
+    pub adapter: Option<PathBuf>,
 }
 
 impl ModelArgs {
     pub fn load(&self) -> anyhow::Result<Engine> {
         let device = Device::Cpu;
-        Engine::load(&self.model, DType::F32, &device)
-            .with_context(|| format!("loading model {}", self.model.display()))
+        let mut engine = Engine::load(&self.model, DType::F32, &device)
+            .with_context(|| format!("loading model {}", self.model.display()))?;
+        if let Some(dir) = &self.adapter {
+            engine
+                .decoder
+                .load_lora(dir)
+                .with_context(|| format!("loading adapter {}", dir.display()))?;
+            engine.decoder.merge_lora()?;
+        }
+        Ok(engine)
     }
+
+    /// SHA-256 of the model file, and of the adapter's weights and config
+    /// when one is given: what a stored result must match to be reused.
+    pub fn fingerprint(&self, settings: &mut serde_json::Value) -> anyhow::Result<()> {
+        settings["model_sha256"] = sha256_file(&self.model)?.into();
+        if let Some(dir) = &self.adapter {
+            settings["adapter_sha256"] = format!(
+                "{}+{}",
+                sha256_file(&dir.join("adapter_model.safetensors"))?,
+                sha256_file(&dir.join("adapter_config.json"))?
+            )
+            .into();
+        }
+        Ok(())
+    }
+}
+
+/// SHA-256 of a file (hex); a directory (an HF model) is named, not hashed.
+pub fn sha256_file(path: &Path) -> anyhow::Result<String> {
+    use sha2::{Digest, Sha256};
+    use std::io::Read;
+    if path.is_dir() {
+        return Ok("directory".into());
+    }
+    let mut f = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = f
+            .read(&mut buf)
+            .with_context(|| format!("reading {}", path.display()))?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(format!("{:x}", h.finalize()))
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -110,6 +160,27 @@ impl PoolArgs {
     pub fn load(&self) -> anyhow::Result<Vec<Pool>> {
         load_pools(&self.pools, self.depth, self.queries)
     }
+}
+
+/// Reads several pool files (each with its own format) into one list; a
+/// query id that appears in two files is an error.
+pub fn load_pool_files(paths: &[PathBuf], depth: usize) -> anyhow::Result<Vec<Pool>> {
+    let mut seen = std::collections::BTreeMap::new();
+    let mut out = Vec::new();
+    for path in paths {
+        for pool in load_pools(path, depth, None)? {
+            if let Some(other) = seen.insert(pool.qid.clone(), path.clone()) {
+                anyhow::bail!(
+                    "query {:?} is in both {} and {}",
+                    pool.qid,
+                    other.display(),
+                    path.display()
+                );
+            }
+            out.push(pool);
+        }
+    }
+    Ok(out)
 }
 
 pub fn load_pools(path: &Path, depth: usize, queries: Option<usize>) -> anyhow::Result<Vec<Pool>> {

@@ -26,17 +26,32 @@ pub struct Args {
     pub bootstrap: usize,
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Add each audit's BSC@K point (G >= 2 disjoint groups of K
+    /// permutations, from `audit --bsc`) as a variant of its own.
+    #[arg(long, value_name = "K")]
+    pub bsc: Option<usize>,
     /// Also write the table (Markdown) to this file.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let audits = args
-        .dirs
-        .iter()
-        .map(|d| compare::load(d).map_err(anyhow::Error::msg))
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let mut audits = Vec::new();
+    for d in &args.dirs {
+        audits.push(compare::load(d).map_err(anyhow::Error::msg)?);
+    }
+    if let Some(k) = args.bsc {
+        for d in &args.dirs {
+            if let Some(b) = compare::load_bsc(d, k).map_err(anyhow::Error::msg)? {
+                audits.push(b);
+            }
+        }
+        anyhow::ensure!(
+            audits.len() > args.dirs.len(),
+            "no audit has a BSC@{k} point with 2 or more groups (audit with --bsc {k} and at least {} permutations)",
+            2 * k
+        );
+    }
     let boot = Bootstrap {
         resamples: args.bootstrap,
         seed: args.seed,

@@ -1,0 +1,198 @@
+//! `ocrank label`: grade targets on the 0-3 scale for training (SPEC.md
+//! section 5), from gold qrels, from an LLM teacher's scores (one order or
+//! averaged over T orders), or from a sentence-embedding teacher mapped to
+//! grades by isotonic regression on judged data.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use ocrank_data::{LabelHeader, Labels, Pool};
+use serde_json::json;
+
+use super::common::{load_pool_files, sha256_file};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Teacher {
+    /// Qrels grades (unjudged = 0, clipped to 0-3).
+    Gold,
+    /// An LLM scorer's expected grades from a scores JSONL (`ocrank score`);
+    /// --orders T averages permutations 0..T-1 (1 = single-order).
+    Llm,
+    /// Cosine similarity of a sentence-embedding model (all-MiniLM-L6-v2),
+    /// mapped to grades by isotonic regression fitted on judged pools.
+    Embedding,
+}
+
+#[derive(clap::Args, Debug)]
+#[command(after_help = "\
+Examples:
+  ocrank label --teacher gold --pools ../shared/data/msmarco/dl21/bm25-top100.json \\
+      --qrels ../shared/data/msmarco/dl21/qrels.txt --depth 20 --out runs/labels-gold.jsonl
+  ocrank score --pools P --permutations 10 --out runs/teacher.jsonl
+  ocrank label --teacher llm --scores runs/teacher.jsonl --orders 10 --pools P --out L
+  ocrank label --teacher embedding --pools P --calibration-pools ../shared/data/msmarco/dl22/bm25-top100.json \\
+      --calibration-qrels ../shared/data/msmarco/dl22/qrels.txt --out L")]
+pub struct Args {
+    #[arg(long, value_enum)]
+    pub teacher: Teacher,
+    /// Pools to label (several files may be given).
+    #[arg(long = "pools", value_name = "FILE", required = true, num_args = 1..)]
+    pub pools: Vec<PathBuf>,
+    /// Label the first N candidates of each pool.
+    #[arg(long, default_value_t = 100)]
+    pub depth: usize,
+    /// Gold teacher: qrels files (several may be given).
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub qrels: Vec<PathBuf>,
+    /// LLM teacher: its scores JSONL.
+    #[arg(long, value_name = "FILE")]
+    pub scores: Option<PathBuf>,
+    /// LLM teacher: average permutations 0..T-1 of each candidate.
+    #[arg(long, default_value_t = 1)]
+    pub orders: usize,
+    /// Embedding teacher: the model directory (safetensors + tokenizer.json).
+    #[arg(long, value_name = "DIR", default_value = "models/all-MiniLM-L6-v2")]
+    pub encoder: PathBuf,
+    /// Embedding teacher: judged pools to fit the cosine-to-grade mapping on.
+    #[arg(long, value_name = "FILE")]
+    pub calibration_pools: Option<PathBuf>,
+    #[arg(long, value_name = "FILE")]
+    pub calibration_qrels: Option<PathBuf>,
+    /// Output labels JSONL.
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let pools = load_pool_files(&args.pools, args.depth)?;
+    let pool_hashes = args
+        .pools
+        .iter()
+        .map(|p| Ok((p.display().to_string(), sha256_file(p)?)))
+        .collect::<anyhow::Result<BTreeMap<_, _>>>()?;
+    let (by_query, orders, provenance) = match args.teacher {
+        Teacher::Gold => gold(&args, &pools)?,
+        Teacher::Llm => llm(&args, &pools)?,
+        Teacher::Embedding => embedding(&args, &pools)?,
+    };
+    let mut provenance = provenance;
+    provenance["pools"] = json!(pool_hashes);
+    provenance["depth"] = json!(args.depth);
+    provenance["command"] = json!(command);
+    let labels = Labels {
+        header: LabelHeader {
+            ocrank_labels: 1,
+            teacher: format!("{:?}", args.teacher).to_lowercase(),
+            orders,
+            provenance,
+        },
+        by_query,
+    };
+    ocrank_data::write_labels(&args.out, &labels)?;
+    let n = labels.len();
+    let mean = labels
+        .by_query
+        .values()
+        .flat_map(|m| m.values())
+        .sum::<f64>()
+        / n.max(1) as f64;
+    eprintln!(
+        "{n} labels for {} queries (mean grade {mean:.3}) -> {}",
+        labels.by_query.len(),
+        args.out.display()
+    );
+    Ok(())
+}
+
+type LabelMap = BTreeMap<String, BTreeMap<String, f64>>;
+
+fn gold(args: &Args, pools: &[Pool]) -> anyhow::Result<(LabelMap, usize, serde_json::Value)> {
+    anyhow::ensure!(!args.qrels.is_empty(), "--teacher gold needs --qrels");
+    let mut judged: BTreeMap<String, BTreeMap<String, i32>> = BTreeMap::new();
+    let mut hashes = BTreeMap::new();
+    for q in &args.qrels {
+        for (qid, m) in ocrank_data::read_qrels(q)?.by_query {
+            judged.entry(qid).or_default().extend(m);
+        }
+        hashes.insert(q.display().to_string(), sha256_file(q)?);
+    }
+    let mut out = LabelMap::new();
+    for p in pools {
+        let j = judged.get(&p.qid).with_context(|| {
+            format!(
+                "query {:?} has no judgments in {}",
+                p.qid,
+                args.qrels
+                    .iter()
+                    .map(|q| q.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })?;
+        let m = out.entry(p.qid.clone()).or_default();
+        for c in &p.candidates {
+            let g = j.get(&c.id).copied().unwrap_or(0).clamp(0, 3);
+            m.insert(c.id.clone(), g as f64);
+        }
+    }
+    Ok((
+        out,
+        1,
+        json!({"qrels": hashes, "unjudged": "grade 0", "clip": "grades clipped to 0..3"}),
+    ))
+}
+
+fn llm(args: &Args, pools: &[Pool]) -> anyhow::Result<(LabelMap, usize, serde_json::Value)> {
+    let path = args
+        .scores
+        .as_ref()
+        .context("--teacher llm needs --scores (a scores JSONL from `ocrank score`)")?;
+    anyhow::ensure!(args.orders >= 1, "--orders must be at least 1");
+    // qid -> candidate -> permutation -> expected grade
+    let mut seen: BTreeMap<(String, String), BTreeMap<usize, f64>> = BTreeMap::new();
+    for r in ocrank_data::read_scores(path)? {
+        if r.permutation >= args.orders {
+            continue;
+        }
+        let e: f64 = r.probs.iter().enumerate().map(|(g, p)| g as f64 * p).sum();
+        seen.entry((r.qid, r.candidate))
+            .or_default()
+            .insert(r.permutation, e);
+    }
+    let mut out = LabelMap::new();
+    for p in pools {
+        let m = out.entry(p.qid.clone()).or_default();
+        for c in &p.candidates {
+            let perms = seen.get(&(p.qid.clone(), c.id.clone()));
+            let got = perms.map_or(0, |m| m.len());
+            anyhow::ensure!(
+                got == args.orders,
+                "{}: query {:?}, candidate {:?} is scored under {got} of permutations 0..{} (score with --permutations {} --depth {})",
+                path.display(),
+                p.qid,
+                c.id,
+                args.orders - 1,
+                args.orders,
+                args.depth
+            );
+            let mean = perms.expect("checked").values().sum::<f64>() / args.orders as f64;
+            m.insert(c.id.clone(), mean.clamp(0.0, 3.0));
+        }
+    }
+    Ok((
+        out,
+        args.orders,
+        json!({"scores": path, "scores_sha256": sha256_file(path)?, "orders": args.orders,
+               "label": "expected grade sum g p_g, mean over permutations 0..orders-1"}),
+    ))
+}
+
+fn embedding(args: &Args, pools: &[Pool]) -> anyhow::Result<(LabelMap, usize, serde_json::Value)> {
+    anyhow::bail!(
+        "--teacher embedding is not available in this build ({} pools, encoder {})",
+        pools.len(),
+        args.encoder.display()
+    )
+}

@@ -1,0 +1,228 @@
+//! `ocrank train`: LoRA fine-tuning of the batched scorer (SPEC.md section
+//! 5), resumable: rerunning the same command continues from the last
+//! checkpoint.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use ocrank_engine::{Kernels, LoraConfig};
+use ocrank_score::Scorer;
+use ocrank_train::{AdamWConfig, EmaConfig, Objective, TrainConfig, Trainer};
+use serde_json::json;
+
+use super::common::{load_pool_files, progress_bar, sha256_file, ModelArgs, ScorerArgs};
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct SplitArgs {
+    /// Share of queries held out for selection (by a hash of seed and query
+    /// id); training uses the rest.
+    #[arg(long, default_value_t = 0.2)]
+    pub heldout_fraction: f64,
+    /// Seed of the held-out split.
+    #[arg(long, default_value_t = 0)]
+    pub split_seed: u64,
+}
+
+#[derive(clap::Args, Debug)]
+#[command(after_help = "\
+Example (the protocol of reports/training; see scripts/train_report.sh):
+  ocrank train --pools ../shared/data/msmarco/dl21/bm25-top100.json \\
+      --pools ../shared/data/msmarco/dl22/bm25-top100.json --labels runs/labels-gold.jsonl \\
+      --depth 20 --width 10 --max-chars 600 --template compact \\
+      --objective oc-sft --lambda 5 --lambda-warmup 60 --steps 300 --out runs/train-oc-sft
+
+Rerunning the same command after an interruption (even kill -9) resumes from
+the last checkpoint and ends with the same adapter as an uninterrupted run.")]
+pub struct Args {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub scorer: ScorerArgs,
+    #[command(flatten)]
+    pub split: SplitArgs,
+    /// Training pools (several files may be given).
+    #[arg(long = "pools", value_name = "FILE", required = true, num_args = 1..)]
+    pub pools: Vec<PathBuf>,
+    /// Train on the first N candidates of each pool, in windows of --width.
+    #[arg(long, default_value_t = 20)]
+    pub depth: usize,
+    /// Labels from `ocrank label`.
+    #[arg(long, value_name = "FILE")]
+    pub labels: PathBuf,
+    #[arg(long, default_value = "oc-sft")]
+    pub objective: Objective,
+    #[arg(long, default_value_t = 300)]
+    pub steps: usize,
+    /// OC-SFT consistency weight lambda.
+    #[arg(long, default_value_t = 5.0)]
+    pub lambda: f64,
+    /// Steps over which lambda rises linearly from 0.
+    #[arg(long, default_value_t = 500)]
+    pub lambda_warmup: usize,
+    #[arg(long, default_value_t = 2e-4)]
+    pub lr: f64,
+    #[arg(long, default_value_t = 0.95)]
+    pub beta2: f64,
+    #[arg(long, default_value_t = 0.0)]
+    pub weight_decay: f64,
+    /// Learning-rate warm-up steps before the cosine decay.
+    #[arg(long, default_value_t = 0)]
+    pub lr_warmup: usize,
+    #[arg(long, default_value_t = 16)]
+    pub rank: usize,
+    #[arg(long, default_value_t = 32.0)]
+    pub alpha: f64,
+    #[arg(long, default_value_t = 0.05)]
+    pub lora_dropout: f64,
+    /// Seed of data order, views, dropout and adapter initialisation.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    #[arg(long, default_value_t = 50)]
+    pub checkpoint_every: usize,
+    /// EMA mean-teacher decay (enables the EMA regulariser).
+    #[arg(long)]
+    pub ema_decay: Option<f64>,
+    #[arg(long, default_value_t = 1.0)]
+    pub ema_weight: f64,
+    /// Weight of KL(base || student) over view A's grade distributions.
+    #[arg(long)]
+    pub kl_base: Option<f64>,
+    /// Run directory (train.json, log.jsonl, checkpoints/, adapter/).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    anyhow::ensure!(
+        args.model.adapter.is_none(),
+        "--adapter: training starts from fresh adapters on the base model"
+    );
+    anyhow::ensure!(
+        (0.0..1.0).contains(&args.split.heldout_fraction),
+        "--heldout-fraction must be in [0, 1)"
+    );
+    let labels = ocrank_data::read_labels(&args.labels)?;
+    if args.objective == Objective::OrderAveraged {
+        anyhow::ensure!(
+            labels.header.orders > 1,
+            "--objective order-averaged needs labels averaged over several teacher orders; {} holds {} teacher labels from {} order(s)",
+            args.labels.display(),
+            labels.header.teacher,
+            labels.header.orders
+        );
+    }
+    let all = load_pool_files(&args.pools, args.depth)?;
+    let pools: Vec<_> = all
+        .into_iter()
+        .filter(|p| {
+            !ocrank_train::is_heldout(&p.qid, args.split.heldout_fraction, args.split.split_seed)
+        })
+        .collect();
+    let cfg = args.scorer.config();
+    anyhow::ensure!(
+        cfg.mode == ocrank_score::Mode::Batched,
+        "training trains the batched scorer: use --mode batched"
+    );
+    let examples = ocrank_train::examples(&pools, &labels, args.depth, cfg.width)?;
+    let lora = LoraConfig {
+        rank: args.rank,
+        alpha: args.alpha,
+        dropout: args.lora_dropout,
+        ..Default::default()
+    };
+    let tcfg = TrainConfig {
+        objective: args.objective,
+        steps: args.steps,
+        lambda: args.lambda,
+        lambda_warmup: args.lambda_warmup,
+        lora: lora.clone(),
+        optim: AdamWConfig {
+            lr: args.lr,
+            beta2: args.beta2,
+            weight_decay: args.weight_decay,
+            ..Default::default()
+        },
+        lr_warmup: args.lr_warmup,
+        seed: args.seed,
+        checkpoint_every: args.checkpoint_every,
+        ema: args.ema_decay.map(|decay| EmaConfig {
+            decay,
+            weight: args.ema_weight,
+        }),
+        kl_base: args.kl_base,
+    };
+    let pools_sha = args
+        .pools
+        .iter()
+        .map(|p| Ok((p.display().to_string(), sha256_file(p)?)))
+        .collect::<anyhow::Result<BTreeMap<_, _>>>()?;
+    let mut settings = json!({
+        "pools_sha256": pools_sha,
+        "labels_sha256": sha256_file(&args.labels)?,
+        "labels_teacher": labels.header,
+        "depth": args.depth,
+        "heldout_fraction": args.split.heldout_fraction,
+        "split_seed": args.split.split_seed,
+        "scorer": cfg,
+        "train": tcfg,
+        "ocrank_version": env!("CARGO_PKG_VERSION"),
+    });
+    args.model.fingerprint(&mut settings)?;
+
+    let mut engine = args.model.load()?;
+    engine.decoder.kernels = Kernels::Composite;
+    engine.decoder.attach_lora(&lora, args.seed)?;
+    let scorer = Scorer::new(&engine, cfg)?;
+    let mut trainer = Trainer::new(&scorer, examples, tcfg)?;
+    eprintln!(
+        "{} training windows from {} queries ({} held out); {} steps of {} ({} view(s) per step)",
+        trainer.examples.len(),
+        pools.len(),
+        args.split.heldout_fraction,
+        args.steps,
+        args.objective,
+        trainer.cfg.views()
+    );
+    let bar = progress_bar(args.steps as u64, "steps");
+    let done = ocrank_train::trainer::checkpoints(&args.out.join("checkpoints"))?
+        .last()
+        .map_or(0, |c| c.0);
+    bar.set_position(done as u64);
+    bar.reset_eta();
+    let base = args.model.model.display().to_string();
+    let logs = ocrank_train::run(&mut trainer, &args.out, &settings, &base, |l| {
+        bar.set_position(l.step as u64);
+        bar.set_message(format!(
+            "loss {:.4} (sup {:.4}, cons {:.4}) lambda {:.2} {:.1} s/step",
+            l.loss, l.supervised, l.consistency, l.lambda, l.seconds
+        ));
+    })?;
+    bar.finish();
+    // The command that produced (or last resumed) the run.
+    let path = args.out.join("train.json");
+    let mut doc: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?,
+    )?;
+    let all_logs = ocrank_train::trainer::read_log(&args.out.join("log.jsonl"))?;
+    let seconds: f64 = all_logs.iter().map(|l| l.seconds).sum();
+    doc["command"] = json!(command);
+    doc["steps_done"] = json!(all_logs.len());
+    doc["train_seconds"] = json!(seconds);
+    doc["mean_step_seconds"] = json!(seconds / all_logs.len().max(1) as f64);
+    doc["final_loss_mean_last_10"] = json!(
+        all_logs.iter().rev().take(10).map(|l| l.loss).sum::<f64>()
+            / all_logs.len().clamp(1, 10) as f64
+    );
+    std::fs::write(&path, serde_json::to_string_pretty(&doc)?)
+        .with_context(|| format!("writing {}", path.display()))?;
+    eprintln!(
+        "{} steps ({} this run) in {:.0} s; adapter: {}",
+        all_logs.len(),
+        logs.len(),
+        seconds,
+        args.out.join("adapter").display()
+    );
+    Ok(())
+}
