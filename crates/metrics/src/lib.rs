@@ -17,10 +17,13 @@
 //! retained-set overlap), [`bsc`], [`qa`] (answer flip, EM, F1),
 //! [`preference`] (pair flip, gold crossing, label accuracy), [`stats`]
 //! (paired bootstrap, Holm) and [`report`] (everything for one scores file).
+//! [`calibration`] (isotonic regression) maps a teacher's score to an
+//! expected grade for training labels.
 
 use std::collections::BTreeMap;
 
 pub mod bsc;
+pub mod calibration;
 pub mod ndcg;
 pub mod preference;
 pub mod qa;
