@@ -27,7 +27,7 @@ pub use chat::{ChatTemplate, Message};
 pub use config::{Arch, ModelConfig};
 pub use error::{Error, Result};
 pub use lora::LoraConfig;
-pub use model::{Decoder, ForwardInput, ForwardOutput, Kernels, KvCache, MaskLayout};
+pub use model::{Decoder, ForwardInput, ForwardOutput, Kernels, KvCache, MaskLayout, Staged};
 pub use tokenizer::{Token, Tokenizer};
 
 /// A loaded model: decoder, tokenizer and chat template.

@@ -114,6 +114,14 @@ impl MaskLayout {
     }
 }
 
+/// What every layer of a staged forward shares (see [`Decoder::stage`]).
+pub struct Staged {
+    cos: Tensor,
+    sin: Tensor,
+    chunks: Vec<Chunk>,
+    dropout: Option<u64>,
+}
+
 /// One forward pass: new tokens after an optional cached prefix.
 pub struct ForwardInput<'a> {
     pub tokens: &'a [u32],
@@ -388,7 +396,7 @@ impl Decoder {
         Ok(out.cache.expect("keep_cache was requested"))
     }
 
-    pub fn forward(&self, input: &ForwardInput) -> Result<ForwardOutput> {
+    fn check_input(&self, input: &ForwardInput) -> Result<()> {
         let n = input.tokens.len();
         let prefix_len = input.prefix.map_or(0, |c| c.len);
         if n == 0 {
@@ -426,7 +434,13 @@ impl Decoder {
                 self.cfg.vocab_size
             )));
         }
+        Ok(())
+    }
 
+    pub fn forward(&self, input: &ForwardInput) -> Result<ForwardOutput> {
+        self.check_input(input)?;
+        let n = input.tokens.len();
+        let prefix_len = input.prefix.map_or(0, |c| c.len);
         let ids = Tensor::from_slice(input.tokens, n, &self.device)?;
         let mut x = self.embed.index_select(&ids, 0)?;
         let (cos, sin) = self.rope_tables(input.positions)?;
@@ -459,6 +473,55 @@ impl Decoder {
                 len: prefix_len + n,
             }),
         })
+    }
+
+    /// The layer-by-layer form of [`Decoder::forward`] (no cached prefix, no
+    /// KV cache), for gradient checkpointing: `stage` embeds the tokens and
+    /// prepares what every layer shares, `stage_layer` runs one layer,
+    /// `stage_head` the final norm and output head at the readout rows.
+    /// Chaining them gives exactly `forward`'s logits.
+    pub fn stage(&self, input: &ForwardInput) -> Result<(Tensor, Staged)> {
+        if input.prefix.is_some() || input.keep_cache {
+            return Err(Error::Input(
+                "the staged forward takes no cached prefix and keeps no cache".into(),
+            ));
+        }
+        self.check_input(input)?;
+        let ids = Tensor::from_slice(input.tokens, input.tokens.len(), &self.device)?;
+        let x = self.embed.index_select(&ids, 0)?;
+        let (cos, sin) = self.rope_tables(input.positions)?;
+        let chunks = plan_chunks(input.mask, 0, self.dtype, &self.device)?;
+        Ok((
+            x,
+            Staged {
+                cos,
+                sin,
+                chunks,
+                dropout: input.dropout,
+            },
+        ))
+    }
+
+    pub fn stage_layer(&self, i: usize, x: &Tensor, st: &Staged) -> Result<Tensor> {
+        let drop = st.dropout.map(|seed| module_key(seed, i, 0));
+        let (y, _) = self.layer_forward(
+            &self.layers[i],
+            x,
+            &st.cos,
+            &st.sin,
+            &st.chunks,
+            None,
+            false,
+            drop,
+        )?;
+        Ok(y)
+    }
+
+    pub fn stage_head(&self, x: &Tensor, readout: &[usize]) -> Result<Tensor> {
+        let idx: Vec<u32> = readout.iter().map(|&r| r as u32).collect();
+        let idx = Tensor::from_vec(idx, readout.len(), &self.device)?;
+        let h = self.rms_norm(&x.index_select(&idx, 0)?, &self.norm)?;
+        Ok(crate::frozen::matmul_t(&h, &self.lm_head)?.to_dtype(self.logits_dtype())?)
     }
 
     /// Logits are f32, or f64 for an f64 model (gradient checks).

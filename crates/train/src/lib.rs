@@ -7,12 +7,14 @@
 //! decoder's composite kernels and LoRA adapters) -> [`loss::objective_loss`]
 //! -> backward -> [`optim::AdamW`] -> checkpoints (PEFT adapters).
 
+pub mod checkpoint;
 pub mod data;
 pub mod error;
 pub mod loss;
 pub mod optim;
 pub mod trainer;
 
+pub use checkpoint::Grads;
 pub use data::{examples, is_heldout, Example};
 pub use error::{Error, Result};
 pub use loss::{expected, grade_probs, objective_loss, Loss, Objective};

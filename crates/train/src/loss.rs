@@ -56,15 +56,30 @@ impl std::fmt::Display for Objective {
     }
 }
 
-/// The student's grade distributions `[S, 4]` (f32, or f64 for an f64
-/// model) for the window `texts` in this slot order, differentiable with
-/// respect to the LoRA weights. `dropout` seeds the adapters' dropout.
-pub fn grade_probs(
-    scorer: &Scorer,
-    q: &QueryText,
-    texts: &[&str],
-    dropout: Option<u64>,
-) -> Result<Tensor> {
+/// The full token sequence of a batched window (prefix included) with its
+/// layout and slot readout rows.
+pub struct WindowInput {
+    pub tokens: Vec<u32>,
+    pub positions: Vec<u32>,
+    pub mask: MaskLayout,
+    pub readout: Vec<usize>,
+}
+
+impl WindowInput {
+    pub fn forward_input(&self, dropout: Option<u64>) -> ForwardInput<'_> {
+        ForwardInput {
+            tokens: &self.tokens,
+            positions: &self.positions,
+            mask: &self.mask,
+            prefix: None,
+            readout: &self.readout,
+            keep_cache: false,
+            dropout,
+        }
+    }
+}
+
+pub fn window_input(scorer: &Scorer, q: &QueryText, texts: &[&str]) -> Result<WindowInput> {
     let decoder = &scorer.engine.decoder;
     if decoder.kernels != Kernels::Composite {
         return Err(Error::Train(
@@ -88,22 +103,44 @@ pub fn grade_probs(
     mask.block.extend(&seq.mask.block);
     mask.hidden.extend(&seq.mask.hidden);
     let readout: Vec<usize> = seq.readout.iter().map(|r| r + p).collect();
-    let out = decoder.forward(&ForwardInput {
-        tokens: &tokens,
-        positions: &positions,
-        mask: &mask,
-        prefix: None,
-        readout: &readout,
-        keep_cache: false,
-        dropout,
-    })?;
-    let ids = Tensor::new(&scorer.grade_ids(), out.logits.device())?;
-    let g = out.logits.index_select(&ids, 1)?; // [S, 4]
-                                               // Softmax from differentiable primitives (candle's fused one has no
-                                               // backward); the max shift is a constant.
+    Ok(WindowInput {
+        tokens,
+        positions,
+        mask,
+        readout,
+    })
+}
+
+/// Grade distributions `[S, 4]` from slot logits `[S, vocab]`: the four
+/// grade tokens, renormalised by a softmax built from differentiable
+/// primitives (candle's fused one has no backward; the max shift is a
+/// constant).
+pub fn probs_from_logits(logits: &Tensor, grade_ids: [u32; 4]) -> Result<Tensor> {
+    let ids = Tensor::new(&grade_ids, logits.device())?;
+    let g = logits.index_select(&ids, 1)?;
     let max = g.max_keepdim(D::Minus1)?.detach();
     let e = g.broadcast_sub(&max)?.exp()?;
     Ok(e.broadcast_div(&e.sum_keepdim(D::Minus1)?)?)
+}
+
+/// The student's grade distributions `[S, 4]` (f32, or f64 for an f64
+/// model) for the window `texts` in this slot order, differentiable with
+/// respect to the LoRA weights through one whole-graph forward (the
+/// trainer uses the checkpointed form in [`crate::checkpoint`], which gives
+/// the same gradients in a fraction of the memory). `dropout` seeds the
+/// adapters' dropout.
+pub fn grade_probs(
+    scorer: &Scorer,
+    q: &QueryText,
+    texts: &[&str],
+    dropout: Option<u64>,
+) -> Result<Tensor> {
+    let input = window_input(scorer, q, texts)?;
+    let out = scorer
+        .engine
+        .decoder
+        .forward(&input.forward_input(dropout))?;
+    probs_from_logits(&out.logits, scorer.grade_ids())
 }
 
 /// Expected grades `[S]` on the 0-3 scale from grade distributions `[S, 4]`.

@@ -8,6 +8,8 @@
 use std::collections::HashMap;
 
 use candle_core::{backprop::GradStore, DType, Tensor, Var};
+
+use crate::checkpoint::Grads;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -98,10 +100,10 @@ impl AdamW {
 
     /// The global L2 norm of the gradients of the optimised variables (a
     /// variable without a gradient counts 0).
-    pub fn grad_norm(&self, grads: &GradStore) -> Result<f64> {
+    pub fn grad_norm(&self, grads: &Grads) -> Result<f64> {
         let mut sq = 0.0;
         for (_, var) in &self.vars {
-            if let Some(g) = grads.get(var.as_tensor()) {
+            if let Some(g) = grads.get(&var.id()) {
                 sq += g
                     .to_dtype(DType::F64)?
                     .sqr()?
@@ -113,7 +115,7 @@ impl AdamW {
     }
 
     /// One AdamW update at learning rate `lr`.
-    pub fn step(&mut self, grads: &GradStore, lr: f64) -> Result<StepInfo> {
+    pub fn step(&mut self, grads: &Grads, lr: f64) -> Result<StepInfo> {
         let norm = self.grad_norm(grads)?;
         if !norm.is_finite() {
             return Err(Error::Train(format!(
@@ -130,7 +132,7 @@ impl AdamW {
         let bc1 = 1.0 - c.beta1.powi(self.t as i32);
         let bc2 = 1.0 - c.beta2.powi(self.t as i32);
         for (i, (_, var)) in self.vars.iter().enumerate() {
-            let Some(g) = grads.get(var.as_tensor()) else {
+            let Some(g) = grads.get(&var.id()) else {
                 continue;
             };
             let g = (g * clip)?;
@@ -148,6 +150,14 @@ impl AdamW {
             grad_norm: norm,
             lr,
         })
+    }
+
+    /// The gradients of the optimised variables in a candle `GradStore`.
+    pub fn grads_of(&self, store: &GradStore) -> Grads {
+        self.vars
+            .iter()
+            .filter_map(|(_, v)| Some((v.id(), store.get(v.as_tensor())?.clone())))
+            .collect()
     }
 
     /// The moment estimates under `m.NAME` / `v.NAME`, to checkpoint.
@@ -220,6 +230,7 @@ mod tests {
             },
         )
         .unwrap();
+        let grads = opt.grads_of(&grads);
         opt.step(&grads, 0.01).unwrap();
         let got = x.as_tensor().to_vec1::<f32>().unwrap();
         let want = [
@@ -247,7 +258,7 @@ mod tests {
                     opt.restore(&state, t).unwrap();
                 }
                 let loss = x.as_tensor().sqr().unwrap().sum_all().unwrap();
-                let grads = loss.backward().unwrap();
+                let grads = opt.grads_of(&loss.backward().unwrap());
                 opt.step(&grads, 0.1).unwrap();
             }
             x.as_tensor().to_vec1::<f32>().unwrap()

@@ -25,9 +25,10 @@ use ocrank_engine::LoraConfig;
 use ocrank_score::{QueryText, Scorer};
 use serde::{Deserialize, Serialize};
 
+use crate::checkpoint::{self, Grads};
 use crate::data::Example;
 use crate::error::{Error, Result};
-use crate::loss::{expected, grade_probs, objective_loss, Objective};
+use crate::loss::{expected, objective_loss, probs_from_logits, window_input, Objective};
 use crate::optim::{AdamW, AdamWConfig, Cosine};
 
 /// EMA mean-teacher: an exponential moving average of the adapter scores a
@@ -143,25 +144,19 @@ pub fn plan_step(cfg: &TrainConfig, examples: &[Example], step: usize) -> StepPl
     }
 }
 
-/// Scores `order` of `ex` as a batched window and returns the expected
-/// grades aligned to the example's candidate order, with the distributions.
-fn view_scores(
-    scorer: &Scorer,
-    q: &QueryText,
-    ex: &Example,
-    order: &[usize],
-    dropout: Option<u64>,
-) -> Result<(Tensor, Tensor)> {
-    let texts: Vec<&str> = order.iter().map(|&i| ex.texts[i].as_str()).collect();
-    let probs = grade_probs(scorer, q, &texts, dropout)?;
-    // Slot s holds candidate order[s]; candidate i sits at slot inv[i].
+/// Orders `probs` (slot order of `order`) back to the example's candidate
+/// order: candidate i sits at slot inv[i].
+fn align(probs: &Tensor, order: &[usize]) -> Result<Tensor> {
     let mut inv = vec![0u32; order.len()];
     for (s, &i) in order.iter().enumerate() {
         inv[i] = s as u32;
     }
     let inv = Tensor::new(inv.as_slice(), probs.device())?;
-    let probs = probs.index_select(&inv, 0)?;
-    Ok((expected(&probs)?, probs))
+    Ok(probs.index_select(&inv, 0)?)
+}
+
+fn texts<'e>(ex: &'e Example, order: &[usize]) -> Vec<&'e str> {
+    order.iter().map(|&i| ex.texts[i].as_str()).collect()
 }
 
 pub struct Trainer<'a> {
@@ -234,32 +229,65 @@ impl<'a> Trainer<'a> {
         Ok(q)
     }
 
-    /// Forward of step `step` (0-based): the loss with its graph.
-    pub fn forward(&mut self, step: usize) -> Result<(StepPlan, StepOutput)> {
+    /// Grade distributions of a view without any graph (teachers).
+    fn probs_nograd(&self, q: &QueryText, ex: &Example, order: &[usize]) -> Result<Tensor> {
+        let d = &self.scorer.engine.decoder;
+        let input = window_input(self.scorer, q, &texts(ex, order))?;
+        let logits = checkpoint::forward(d, &input, None)?.logits(d)?;
+        align(&probs_from_logits(&logits, self.scorer.grade_ids())?, order)
+    }
+
+    fn dropout_key(&self, step: usize, view: u64) -> Option<u64> {
+        let mut h = self.cfg.seed ^ 0x6F63_7261_6E6B_0000;
+        h = h.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ step as u64;
+        Some(h.wrapping_mul(0xBF58_476D_1CE4_E5B9) ^ view)
+    }
+
+    /// The loss of 0-based step `step` and the gradients of every LoRA
+    /// variable (layer-checkpointed backward), without updating anything.
+    pub fn loss_and_grads(&mut self, step: usize) -> Result<(StepPlan, StepOutput, Grads)> {
         let plan = plan_step(&self.cfg, &self.examples, step);
         let q = self.query(plan.example)?;
         let ex = &self.examples[plan.example];
-        let key = |view: u64| {
-            let mut h = self.cfg.seed ^ 0x6F63_7261_6E6B_0000;
-            h = h.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ step as u64;
-            Some(h.wrapping_mul(0xBF58_476D_1CE4_E5B9) ^ view)
+        let d = &self.scorer.engine.decoder;
+        let n = ex.labels.len() as f64;
+
+        // Views that carry gradients: A always, B for OC-SFT.
+        let mut views: Vec<(&[usize], Option<u64>)> =
+            vec![(&plan.view_a, self.dropout_key(step, 1))];
+        if self.cfg.objective == Objective::OcSft {
+            let b = plan.view_b.as_deref().expect("OC-SFT plans a view B");
+            views.push((b, self.dropout_key(step, 2)));
+        }
+        let mut runs = Vec::new();
+        let mut tops = Vec::new();
+        let mut probs = Vec::new();
+        for (order, key) in &views {
+            let input = window_input(self.scorer, &q, &texts(ex, order))?;
+            let run = checkpoint::forward(d, &input, *key)?;
+            let (top, logits) = run.head(d)?;
+            probs.push(align(
+                &probs_from_logits(&logits, self.scorer.grade_ids())?,
+                order,
+            )?);
+            runs.push(run);
+            tops.push(top);
+        }
+        let s_a = expected(&probs[0])?;
+        let s_b = match probs.get(1) {
+            Some(p) => Some(expected(p)?),
+            None => None,
         };
-        let (s_a, p_a) = view_scores(self.scorer, &q, ex, &plan.view_a, key(1))?;
         let lambda = self.cfg.lambda_at(step);
-        let s_b = match (self.cfg.objective, &plan.view_b) {
-            (Objective::OcSft, Some(b)) => Some(view_scores(self.scorer, &q, ex, b, key(2))?.0),
-            _ => None,
-        };
         let loss = objective_loss(&s_a, &ex.labels, s_b.as_ref(), lambda)?;
         let mut total = loss.total.clone();
         let mut regulariser = 0.0;
-        let n = ex.labels.len() as f64;
         if let (Some(ema_cfg), Some(ema), Some(b)) = (self.cfg.ema, &self.ema, &plan.view_b) {
             let current = current_values(self.scorer)?;
-            self.scorer.engine.decoder.set_lora(ema)?;
-            let teacher = view_scores(self.scorer, &q, ex, b, None);
-            self.scorer.engine.decoder.set_lora(&current)?;
-            let t = teacher?.0.detach();
+            d.set_lora(ema)?;
+            let teacher = self.probs_nograd(&q, ex, b);
+            d.set_lora(&current)?;
+            let t = expected(&teacher?)?;
             let term = ((&s_a - &t)?.sqr()?.sum_all()? / n)?;
             regulariser += term.to_dtype(DType::F64)?.to_scalar::<f64>()?;
             total = (total + (term * ema_cfg.weight)?)?;
@@ -277,23 +305,33 @@ impl<'a> Trainer<'a> {
                     Ok((k.clone(), v))
                 })
                 .collect::<candle_core::Result<_>>()?;
-            self.scorer.engine.decoder.set_lora(&base)?;
-            let base_probs = view_scores(self.scorer, &q, ex, &plan.view_a, None);
-            self.scorer.engine.decoder.set_lora(&current)?;
-            let pb = base_probs?.1.detach();
+            d.set_lora(&base)?;
+            let base_probs = self.probs_nograd(&q, ex, &plan.view_a);
+            d.set_lora(&current)?;
+            let pb = base_probs?;
             // KL(base || student) = sum p_b (log p_b - log p_s), per slot.
-            let kl = (&pb * (pb.log()? - p_a.log()?)?)?.sum_all()?;
-            let kl = (kl / n)?;
+            let kl = ((&pb * (pb.log()? - probs[0].log()?)?)?.sum_all()? / n)?;
             regulariser += kl.to_dtype(DType::F64)?.to_scalar::<f64>()?;
             total = (total + (kl * w)?)?;
+        }
+        let top_grads = total.backward()?;
+        let vars = d.lora_vars();
+        let mut grads = Grads::new();
+        for (run, top) in runs.iter().zip(&tops) {
+            // No gradient: the view does not enter the loss at this step
+            // (view B while lambda is still 0 in its warm-up).
+            if let Some(g) = top_grads.get(top.as_tensor()) {
+                run.backward(d, &vars, g, &mut grads)?;
+            }
         }
         Ok((
             plan,
             StepOutput {
                 loss,
                 regulariser,
-                total,
+                total: total.detach(),
             },
+            grads,
         ))
     }
 
@@ -301,8 +339,7 @@ impl<'a> Trainer<'a> {
     pub fn train_step(&mut self) -> Result<StepLog> {
         let start = Instant::now();
         let step = self.step;
-        let (plan, out) = self.forward(step)?;
-        let grads = out.total.backward()?;
+        let (plan, out, grads) = self.loss_and_grads(step)?;
         let lr = self.schedule.lr(step);
         let info = self.opt.step(&grads, lr)?;
         if let (Some(cfg), Some(ema)) = (self.cfg.ema, self.ema.as_mut()) {

@@ -213,24 +213,26 @@ fn trainer_loss_matches_finite_differences() {
     let e = engine(DType::F64, &lora);
     perturb_b(&e.decoder);
     let scorer = Scorer::new(&e, score_config()).unwrap();
-    let mut trainer = Trainer::new(
-        &scorer,
-        vec![example()],
-        train_config(Objective::OcSft, lora),
-    )
-    .unwrap();
+    // OC-SFT with both regularisers: every term of the loss is checked.
+    let mut cfg = train_config(Objective::OcSft, lora);
+    cfg.kl_base = Some(0.3);
+    cfg.ema = Some(ocrank_train::EmaConfig {
+        decay: 0.9,
+        weight: 0.5,
+    });
+    let mut trainer = Trainer::new(&scorer, vec![example()], cfg).unwrap();
     let vars = e.decoder.lora_vars();
     let base: Vec<Tensor> = vars
         .iter()
         .map(|(_, v)| v.as_tensor().copy().unwrap())
         .collect();
     let dir = direction(&vars);
-    let grads = trainer.forward(0).unwrap().1.total.backward().unwrap();
+    let grads = trainer.loss_and_grads(0).unwrap().2;
     let auto: f64 = vars
         .iter()
         .zip(&dir)
         .map(|((_, v), d)| {
-            (grads.get(v.as_tensor()).unwrap() * d)
+            (grads.get(&v.id()).unwrap() * d)
                 .unwrap()
                 .sum_all()
                 .unwrap()
@@ -242,7 +244,7 @@ fn trainer_loss_matches_finite_differences() {
     let mut loss_at = |x: f64| {
         shift(&vars, &base, &dir, x);
         trainer
-            .forward(0)
+            .loss_and_grads(0)
             .unwrap()
             .1
             .total
@@ -269,11 +271,11 @@ fn every_lora_tensor_gets_a_nonzero_gradient() {
     )
     .unwrap();
     // Fresh adapters: B = 0, so only the B matrices get gradients at first.
-    let grads = trainer.forward(0).unwrap().1.total.backward().unwrap();
+    let grads = trainer.loss_and_grads(0).unwrap().2;
     for (name, v) in e.decoder.lora_vars() {
         if name.contains("lora_B") {
             let g = grads
-                .get(v.as_tensor())
+                .get(&v.id())
                 .unwrap_or_else(|| panic!("{name}: no gradient"));
             let norm = g
                 .sqr()
@@ -287,12 +289,12 @@ fn every_lora_tensor_gets_a_nonzero_gradient() {
     }
     // After one update every tensor, A and B, must get a gradient.
     trainer.train_step().unwrap();
-    let grads = trainer.forward(1).unwrap().1.total.backward().unwrap();
+    let grads = trainer.loss_and_grads(1).unwrap().2;
     let vars = e.decoder.lora_vars();
     assert_eq!(vars.len(), 2 * 7 * e.decoder.cfg.num_layers);
     for (name, v) in vars {
         let g = grads
-            .get(v.as_tensor())
+            .get(&v.id())
             .unwrap_or_else(|| panic!("{name}: no gradient"));
         let norm = g
             .sqr()

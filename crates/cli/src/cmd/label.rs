@@ -189,10 +189,100 @@ fn llm(args: &Args, pools: &[Pool]) -> anyhow::Result<(LabelMap, usize, serde_js
     ))
 }
 
+/// Cosine similarity of query and candidate under the sentence encoder, for
+/// every candidate of `pools` (query -> candidate -> cosine).
+fn cosines(
+    encoder: &ocrank_engine::encoder::SentenceEncoder,
+    pools: &[Pool],
+    what: &str,
+) -> anyhow::Result<BTreeMap<String, BTreeMap<String, f64>>> {
+    let total: usize = pools.iter().map(|p| p.candidates.len()).sum();
+    let bar = super::common::progress_bar(total as u64, what);
+    let mut out = BTreeMap::new();
+    for p in pools {
+        let q = encoder.embed(&[p.query.as_str()])?;
+        let texts: Vec<&str> = p.candidates.iter().map(|c| c.text.as_str()).collect();
+        let mut m = BTreeMap::new();
+        for (chunk, cands) in texts.chunks(32).zip(p.candidates.chunks(32)) {
+            for (e, c) in encoder.embed(chunk)?.iter().zip(cands) {
+                m.insert(
+                    c.id.clone(),
+                    ocrank_engine::encoder::cosine(&q[0], e) as f64,
+                );
+            }
+            bar.inc(chunk.len() as u64);
+        }
+        out.insert(p.qid.clone(), m);
+    }
+    bar.finish_and_clear();
+    Ok(out)
+}
+
+/// The embedding teacher: cosine similarity mapped to an expected grade by
+/// isotonic regression (monotone non-decreasing, fitted by pool-adjacent
+/// violators) on the judged candidates of the calibration pools. The mapping
+/// is stored in the provenance.
 fn embedding(args: &Args, pools: &[Pool]) -> anyhow::Result<(LabelMap, usize, serde_json::Value)> {
-    anyhow::bail!(
-        "--teacher embedding is not available in this build ({} pools, encoder {})",
-        pools.len(),
-        args.encoder.display()
-    )
+    let (Some(cal_pools), Some(cal_qrels)) = (&args.calibration_pools, &args.calibration_qrels)
+    else {
+        anyhow::bail!(
+            "--teacher embedding needs --calibration-pools and --calibration-qrels (judged data to map cosines to grades)"
+        );
+    };
+    let encoder =
+        ocrank_engine::encoder::SentenceEncoder::load(&args.encoder, &ocrank_engine::Device::Cpu)
+            .with_context(|| format!("loading the embedding teacher {}", args.encoder.display()))?;
+    let qrels = ocrank_data::read_qrels(cal_qrels)?.by_query;
+    let cal: Vec<Pool> = super::common::load_pools(cal_pools, args.depth, None)?
+        .into_iter()
+        .filter(|p| qrels.contains_key(&p.qid))
+        .collect();
+    anyhow::ensure!(
+        !cal.is_empty(),
+        "no query of {} is judged in {}",
+        cal_pools.display(),
+        cal_qrels.display()
+    );
+    let cal_cos = cosines(&encoder, &cal, "calibration passages")?;
+    // Judged candidates only: an unjudged passage is not known to be 0.
+    let mut points = Vec::new();
+    for p in &cal {
+        for c in &p.candidates {
+            if let Some(&g) = qrels[&p.qid].get(&c.id) {
+                points.push((cal_cos[&p.qid][&c.id], g.clamp(0, 3) as f64));
+            }
+        }
+    }
+    let iso = ocrank_metrics::calibration::fit(&points).context("no judged calibration pairs")?;
+    let mut by_grade = [(0.0, 0usize); 4];
+    for &(x, g) in &points {
+        by_grade[g as usize].0 += x;
+        by_grade[g as usize].1 += 1;
+    }
+    let cos = cosines(&encoder, pools, "passages")?;
+    let mut out = LabelMap::new();
+    for p in pools {
+        let m = out.entry(p.qid.clone()).or_default();
+        for c in &p.candidates {
+            m.insert(
+                c.id.clone(),
+                iso.predict(cos[&p.qid][&c.id]).clamp(0.0, 3.0),
+            );
+        }
+    }
+    Ok((
+        out,
+        1,
+        json!({
+            "encoder": args.encoder,
+            "encoder_sha256": sha256_file(&args.encoder.join("model.safetensors"))?,
+            "similarity": "cosine of mean-pooled, L2-normalised embeddings (query vs passage)",
+            "mapping": "isotonic regression of judged grade on cosine (pool-adjacent violators), linear between knots, constant beyond",
+            "calibration_pools": cal_pools,
+            "calibration_qrels": cal_qrels,
+            "calibration_pairs": points.len(),
+            "calibration_mean_cosine_by_grade": by_grade.iter().map(|(s, n)| if *n > 0 { s / *n as f64 } else { f64::NAN }).collect::<Vec<_>>(),
+            "isotonic": iso,
+        }),
+    ))
 }
