@@ -1,0 +1,257 @@
+//! `ocrank label`, `train`, `select` and `audit --adapter` end to end on a
+//! tiny random decoder saved as a Hugging Face directory with SmolLM2's real
+//! tokenizer and chat template (fast, but every prompt, slot and grade token
+//! is the real one), on DL21 pools: a training run killed with SIGKILL and
+//! rerun ends with exactly the adapter and log of an uninterrupted run.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use ocrank_engine::{Arch, DType, Decoder, Device, Engine, ModelConfig};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+const DL21: &str = "../shared/data/msmarco/dl21/bm25-top100.json";
+const QRELS: &str = "../shared/data/msmarco/dl21/qrels.txt";
+
+/// A tiny Llama with SmolLM2's vocabulary, tokenizer and template.
+fn tiny_model(dir: &Path) {
+    let gguf = root().join("models/SmolLM2-135M-Instruct.Q4_1.gguf");
+    let e = Engine::load(&gguf, DType::F32, &Device::Cpu).expect("scripts/setup.sh --no-build");
+    let mut c = ModelConfig::tiny(Arch::Llama);
+    c.vocab_size = e.decoder.cfg.vocab_size;
+    let d = Decoder::random(c.clone(), 4, DType::F32, &Device::Cpu).unwrap();
+    std::fs::create_dir_all(dir).unwrap();
+    let config = serde_json::json!({
+        "model_type": "llama", "vocab_size": c.vocab_size, "hidden_size": c.hidden_size,
+        "intermediate_size": c.intermediate_size, "num_hidden_layers": c.num_layers,
+        "num_attention_heads": c.num_heads, "num_key_value_heads": c.num_kv_heads,
+        "rope_theta": c.rope_theta, "rms_norm_eps": c.rms_norm_eps,
+        "max_position_embeddings": c.context_length, "tie_word_embeddings": true,
+    });
+    std::fs::write(dir.join("config.json"), config.to_string()).unwrap();
+    candle_core::safetensors::save(&d.named_tensors(), dir.join("model.safetensors")).unwrap();
+    e.tokenizer.save(&dir.join("tokenizer.json")).unwrap();
+    let tc = serde_json::json!({
+        "chat_template": e.template.source,
+        "bos_token": e.template.bos_token,
+        "eos_token": e.template.eos_token,
+    });
+    std::fs::write(dir.join("tokenizer_config.json"), tc.to_string()).unwrap();
+}
+
+fn ocrank(args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_ocrank"));
+    c.current_dir(root()).args(args);
+    c
+}
+
+fn ok(mut c: Command) -> String {
+    let out = c.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+}
+
+fn train(model: &Path, labels: &Path, out: &Path) -> Command {
+    ocrank(&[
+        "train",
+        "--model",
+        model.to_str().unwrap(),
+        "--pools",
+        DL21,
+        "--labels",
+        labels.to_str().unwrap(),
+        "--depth",
+        "4",
+        "--width",
+        "2",
+        "--max-chars",
+        "80",
+        "--objective",
+        "oc-sft",
+        "--steps",
+        "60",
+        "--lambda-warmup",
+        "10",
+        "--lr",
+        "1e-2",
+        "--checkpoint-every",
+        "5",
+        "--ema-decay",
+        "0.9",
+        "--out",
+        out.to_str().unwrap(),
+    ])
+}
+
+fn losses(dir: &Path) -> Vec<String> {
+    std::fs::read_to_string(dir.join("log.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v.as_object_mut().unwrap().remove("seconds");
+            v.to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn label_train_kill_resume_select_and_audit_with_the_adapter() {
+    let tmp = tempfile::tempdir().unwrap();
+    let model = tmp.path().join("tiny");
+    tiny_model(&model);
+    let labels = tmp.path().join("labels.jsonl");
+    ok(ocrank(&[
+        "label",
+        "--teacher",
+        "gold",
+        "--pools",
+        DL21,
+        "--qrels",
+        QRELS,
+        "--depth",
+        "4",
+        "--out",
+        labels.to_str().unwrap(),
+    ]));
+    let l = ocrank_data::read_labels(&labels).unwrap();
+    assert_eq!(l.header.teacher, "gold");
+    assert_eq!(l.len(), 53 * 4);
+
+    // Order-averaged training refuses single-order labels.
+    let out = ocrank(&[
+        "train",
+        "--model",
+        model.to_str().unwrap(),
+        "--pools",
+        DL21,
+        "--labels",
+        labels.to_str().unwrap(),
+        "--objective",
+        "order-averaged",
+        "--out",
+        tmp.path().join("x").to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("order-averaged"),
+        "{err}"
+    );
+
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    ok(train(&model, &labels, &b));
+
+    let mut child = train(&model, &labels, &a)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let first = a.join("checkpoints/step-000010");
+    let start = Instant::now();
+    while !first.exists() && start.elapsed() < Duration::from_secs(600) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    assert!(
+        !a.join("checkpoints/step-000060").exists(),
+        "the run finished before it could be killed"
+    );
+    ok(train(&model, &labels, &a));
+    let bytes = |d: &Path| std::fs::read(d.join("adapter/adapter_model.safetensors")).unwrap();
+    assert_eq!(bytes(&a), bytes(&b), "resumed adapter differs");
+    assert_eq!(losses(&a), losses(&b));
+    let log = losses(&a);
+    assert_eq!(log.len(), 60);
+
+    // Selection on the held-out split picks one of the checkpoints.
+    let sel = tmp.path().join("selection.json");
+    ok(ocrank(&[
+        "select",
+        "--model",
+        model.to_str().unwrap(),
+        "--runs",
+        a.to_str().unwrap(),
+        "--pools",
+        DL21,
+        "--qrels",
+        QRELS,
+        "--depth",
+        "4",
+        "--permutations",
+        "1",
+        "--every",
+        "20",
+        "--include-base",
+        "--out",
+        sel.to_str().unwrap(),
+    ]));
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&sel).unwrap()).unwrap();
+    let cands = s["candidates"].as_array().unwrap();
+    assert_eq!(cands.len(), 4, "base + steps 20, 40, 60"); // base, @20, @40, @60
+    assert!(s["selected"]["ndcg_at_10_mean"].as_f64().unwrap() >= 0.0);
+    assert!(sel.with_extension("md").exists());
+
+    // The adapter loads into audit, changes the scores and is fingerprinted.
+    let audit = |out: &Path, adapter: Option<&Path>| {
+        let mut c = ocrank(&[
+            "audit",
+            "--model",
+            model.to_str().unwrap(),
+            "--pools",
+            DL21,
+            "--qrels",
+            QRELS,
+            "--queries",
+            "2",
+            "--depth",
+            "4",
+            "--width",
+            "2",
+            "--max-chars",
+            "80",
+            "--permutations",
+            "2",
+            "--bootstrap",
+            "100",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        if let Some(ad) = adapter {
+            c.args(["--adapter", ad.to_str().unwrap()]);
+        }
+        c
+    };
+    let (base_dir, tuned_dir) = (
+        tmp.path().join("audit-base"),
+        tmp.path().join("audit-tuned"),
+    );
+    ok(audit(&base_dir, None));
+    ok(audit(&tuned_dir, Some(&a.join("adapter"))));
+    let settings = |d: &Path| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(d.join("results.json")).unwrap()).unwrap()
+    };
+    let tuned = settings(&tuned_dir);
+    assert!(tuned["settings"]["adapter_sha256"].is_string());
+    assert!(settings(&base_dir)["settings"]
+        .get("adapter_sha256")
+        .is_none());
+    assert_ne!(
+        std::fs::read_to_string(base_dir.join("windows.jsonl")).unwrap(),
+        std::fs::read_to_string(tuned_dir.join("windows.jsonl")).unwrap()
+    );
+    // The base audit's directory refuses the adapter's scores.
+    let out = audit(&base_dir, Some(&a.join("adapter"))).output().unwrap();
+    assert!(!out.status.success());
+}

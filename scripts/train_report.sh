@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Training comparison (reports/training/): SmolLM2-135M-Instruct trained with
+# LoRA on DL21 + DL22 BM25 top-20 windows (width 10) with all-MiniLM-L6-v2
+# teacher labels (isotonic-calibrated on DL21 judgments), one run per
+# objective, then audited on DL19 at the training width next to the
+# off-the-shelf model. Every step is resumable: rerun after an interruption.
+#
+#   scripts/train_report.sh                      # the scaled CPU pilot
+#   STEPS=300 LR=2e-4 MAX_CHARS=600 QUERIES=43 PERMS=10 \
+#     OBJECTIVES="single-order perm-aug oc-sft" scripts/train_report.sh   # the full protocol
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${OCRANK:-target/release/ocrank}
+D=${DATA:-../shared/data/msmarco}
+OUT=${OUT:-reports/training}
+STEPS=${STEPS:-24}
+LR=${LR:-1e-3}
+MAX_CHARS=${MAX_CHARS:-300}
+QUERIES=${QUERIES:-8}
+PERMS=${PERMS:-4}
+OBJECTIVES=${OBJECTIVES:-single-order oc-sft}
+WARMUP=$(( STEPS / 5 ))
+EVERY=$(( STEPS / 4 ))
+SCORER=(--width 10 --max-chars "$MAX_CHARS" --template compact)
+RUNS=runs/train
+
+mkdir -p "$RUNS" "$OUT"
+[ -f "$RUNS/labels-minilm.jsonl" ] || "$BIN" label --teacher embedding \
+    --pools "$D/dl21/bm25-top100.json" "$D/dl22/bm25-top100.json" --depth 20 \
+    --calibration-pools "$D/dl21/bm25-top100.json" --calibration-qrels "$D/dl21/qrels.txt" \
+    --out "$RUNS/labels-minilm.jsonl"
+
+for obj in $OBJECTIVES; do
+    echo "== train $obj"
+    "$BIN" train --pools "$D/dl21/bm25-top100.json" "$D/dl22/bm25-top100.json" \
+        --labels "$RUNS/labels-minilm.jsonl" --depth 20 "${SCORER[@]}" \
+        --objective "$obj" --steps "$STEPS" --lr "$LR" --lambda 5 --lambda-warmup "$WARMUP" \
+        --checkpoint-every "$EVERY" --out "$RUNS/$obj-s$STEPS-c$MAX_CHARS-lr$LR"
+    mkdir -p "$OUT/train-$obj"
+    cp "$RUNS/$obj-s$STEPS-c$MAX_CHARS-lr$LR/train.json" "$RUNS/$obj-s$STEPS-c$MAX_CHARS-lr$LR/log.jsonl" "$OUT/train-$obj/"
+done
+
+audit() { name=$1; shift; echo "== audit $name"; "$BIN" audit \
+    --pools "$D/dl19/bm25-top100.json" --qrels "$D/dl19/qrels.txt" \
+    --queries "$QUERIES" --depth 20 "${SCORER[@]}" --permutations "$PERMS" \
+    "$@" --out "$OUT/$name"; }
+audit off-the-shelf
+dirs=("$OUT/off-the-shelf")
+for obj in $OBJECTIVES; do
+    audit "$obj" --adapter "$RUNS/$obj-s$STEPS-c$MAX_CHARS-lr$LR/adapter"
+    dirs+=("$OUT/$obj")
+done
+"$BIN" compare "${dirs[@]}" \
+    --measures ndcg_at_10,ndcg_at_10_mean,ndcg_at_10_worst,tau_psi,retained_set_overlap \
+    --out "$OUT/compare.md"
