@@ -54,8 +54,8 @@ impl GradeDist {
     pub fn calibrated(&self, probe: &GradeDist, alpha: f64) -> GradeDist {
         let h = self.normalized_entropy();
         let mut probs = [0.0; 4];
-        for g in 0..4 {
-            probs[g] = (self.probs[g] - alpha * h * (probe.probs[g] - 0.25)).max(0.0);
+        for ((p, &raw), &prior) in probs.iter_mut().zip(&self.probs).zip(&probe.probs) {
+            *p = (raw - alpha * h * (prior - 0.25)).max(0.0);
         }
         let total: f64 = probs.iter().sum();
         if total > 0.0 {

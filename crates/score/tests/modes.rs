@@ -163,9 +163,8 @@ fn a_window_over_the_context_is_an_error() {
     let scorer = Scorer::new(engine(), cfg).unwrap();
     let ctx = scorer.prepare(&big.query).unwrap();
     let window: Vec<usize> = (0..100).collect();
-    let err = scorer
-        .score_window(&ctx, &big, 0, 0, &window)
-        .err()
-        .expect("no error");
+    let Err(err) = scorer.score_window(&ctx, &big, 0, 0, &window) else {
+        panic!("a window over the context must be an error");
+    };
     assert!(err.to_string().contains("context"), "{err}");
 }

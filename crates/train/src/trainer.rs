@@ -493,6 +493,8 @@ pub fn truncate_log(log: &Path, step: usize) -> Result<()> {
     Ok(())
 }
 
+// `is_multiple_of` is newer than the workspace's minimum Rust (1.85).
+#[allow(clippy::manual_is_multiple_of)]
 /// Runs (or resumes) training into `out`: see the module documentation.
 /// `settings` fingerprints everything that determines the run; a directory
 /// holding a run with other settings is refused. `on_step` sees every step.
