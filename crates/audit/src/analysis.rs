@@ -386,6 +386,11 @@ pub fn render_markdown(
             "\nFrozen F1 threshold t = {:.4} (tuned on the canonical order; mean F1 {:.4} over {} queries).\n",
             t.t, t.mean_f1, t.tuning_queries
         ));
+        if t.t <= t.min_score {
+            s.push_str(
+                "\n> **Note.** The F1-best threshold is the smallest score: it keeps every candidate of the canonical order (the scores do not separate relevant from non-relevant), so a high retained-set overlap here says little.\n",
+            );
+        }
     }
     if let Some(rn) = a.random_ndcg_at_10 {
         s.push_str(&format!(
