@@ -167,12 +167,6 @@ pub fn peft_name(layer: usize, module: &str, which: &str) -> String {
     )
 }
 
-impl Linear {
-    fn lora_mut(&mut self) -> &mut Option<Lora> {
-        &mut self.lora
-    }
-}
-
 impl Decoder {
     fn linear_mut(&mut self, layer: usize, module: &str) -> &mut Linear {
         let l = &mut self.layers[layer];
@@ -213,7 +207,7 @@ impl Decoder {
             for module in MODULES {
                 let lin = self.linear_mut(layer, module);
                 if !cfg.targets.iter().any(|t| t == module) {
-                    *lin.lora_mut() = None;
+                    lin.lora = None;
                     continue;
                 }
                 let (out, inp) = lin.weight.dims2()?;
@@ -228,7 +222,7 @@ impl Decoder {
                     .to_dtype(dtype)?
                     .to_device(&device)?;
                 let b = Tensor::zeros((out, cfg.rank), dtype, &device)?;
-                *lin.lora_mut() = Some(Lora {
+                lin.lora = Some(Lora {
                     a: Var::from_tensor(&a)?,
                     b: Var::from_tensor(&b)?,
                     scale: cfg.scale(),
