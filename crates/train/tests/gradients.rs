@@ -259,6 +259,19 @@ fn trainer_loss_matches_finite_differences() {
     );
 }
 
+/// The squared L2 norm of `v`'s gradient; a missing gradient fails the test.
+fn squared_norm(grads: &ocrank_train::Grads, name: &str, v: &Var) -> f32 {
+    let g = grads
+        .get(&v.id())
+        .unwrap_or_else(|| panic!("{name}: no gradient"));
+    g.sqr()
+        .unwrap()
+        .sum_all()
+        .unwrap()
+        .to_scalar::<f32>()
+        .unwrap()
+}
+
 #[test]
 fn every_lora_tensor_gets_a_nonzero_gradient() {
     let lora = LoraConfig::default();
@@ -274,16 +287,7 @@ fn every_lora_tensor_gets_a_nonzero_gradient() {
     let grads = trainer.loss_and_grads(0).unwrap().2;
     for (name, v) in e.decoder.lora_vars() {
         if name.contains("lora_B") {
-            let g = grads
-                .get(&v.id())
-                .unwrap_or_else(|| panic!("{name}: no gradient"));
-            let norm = g
-                .sqr()
-                .unwrap()
-                .sum_all()
-                .unwrap()
-                .to_scalar::<f32>()
-                .unwrap();
+            let norm = squared_norm(&grads, &name, &v);
             assert!(norm > 0.0, "{name}: zero gradient at step 0");
         }
     }
@@ -293,16 +297,7 @@ fn every_lora_tensor_gets_a_nonzero_gradient() {
     let vars = e.decoder.lora_vars();
     assert_eq!(vars.len(), 2 * 7 * e.decoder.cfg.num_layers);
     for (name, v) in vars {
-        let g = grads
-            .get(&v.id())
-            .unwrap_or_else(|| panic!("{name}: no gradient"));
-        let norm = g
-            .sqr()
-            .unwrap()
-            .sum_all()
-            .unwrap()
-            .to_scalar::<f32>()
-            .unwrap();
+        let norm = squared_norm(&grads, &name, &v);
         assert!(
             norm > 0.0 && norm.is_finite(),
             "{name}: gradient norm {norm}"
