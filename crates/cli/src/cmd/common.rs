@@ -56,6 +56,16 @@ impl ModelArgs {
     }
 }
 
+/// SHA-256 of each file, keyed by its path as given.
+pub fn sha256_files(
+    paths: &[PathBuf],
+) -> anyhow::Result<std::collections::BTreeMap<String, String>> {
+    paths
+        .iter()
+        .map(|p| Ok((p.display().to_string(), sha256_file(p)?)))
+        .collect()
+}
+
 /// SHA-256 of a file (hex); a directory (an HF model) is named, not hashed.
 pub fn sha256_file(path: &Path) -> anyhow::Result<String> {
     use sha2::{Digest, Sha256};

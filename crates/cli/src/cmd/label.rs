@@ -10,7 +10,7 @@ use anyhow::Context;
 use ocrank_data::{LabelHeader, Labels, Pool};
 use serde_json::json;
 
-use super::common::{load_pool_files, sha256_file};
+use super::common::{load_pool_files, sha256_file, sha256_files};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Teacher {
@@ -67,11 +67,7 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let command = std::env::args().collect::<Vec<_>>().join(" ");
     let pools = load_pool_files(&args.pools, args.depth)?;
-    let pool_hashes = args
-        .pools
-        .iter()
-        .map(|p| Ok((p.display().to_string(), sha256_file(p)?)))
-        .collect::<anyhow::Result<BTreeMap<_, _>>>()?;
+    let pool_hashes = sha256_files(&args.pools)?;
     let (by_query, orders, provenance) = match args.teacher {
         Teacher::Gold => gold(&args, &pools)?,
         Teacher::Llm => llm(&args, &pools)?,

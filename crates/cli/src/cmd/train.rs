@@ -2,7 +2,6 @@
 //! 5), resumable: rerunning the same command continues from the last
 //! checkpoint.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::Context;
@@ -11,7 +10,9 @@ use ocrank_score::Scorer;
 use ocrank_train::{AdamWConfig, EmaConfig, Objective, TrainConfig, Trainer};
 use serde_json::json;
 
-use super::common::{load_pool_files, progress_bar, sha256_file, ModelArgs, ScorerArgs};
+use super::common::{
+    load_pool_files, progress_bar, sha256_file, sha256_files, ModelArgs, ScorerArgs,
+};
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct SplitArgs {
@@ -153,11 +154,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }),
         kl_base: args.kl_base,
     };
-    let pools_sha = args
-        .pools
-        .iter()
-        .map(|p| Ok((p.display().to_string(), sha256_file(p)?)))
-        .collect::<anyhow::Result<BTreeMap<_, _>>>()?;
+    let pools_sha = sha256_files(&args.pools)?;
     let mut settings = json!({
         "pools_sha256": pools_sha,
         "labels_sha256": sha256_file(&args.labels)?,
