@@ -25,6 +25,20 @@ pub struct SplitArgs {
     pub split_seed: u64,
 }
 
+/// Training pools and their labels (shared by `train` and `train-bench`).
+#[derive(clap::Args, Debug, Clone)]
+pub struct TrainData {
+    /// Training pools (several files may be given).
+    #[arg(long = "pools", value_name = "FILE", required = true, num_args = 1..)]
+    pub pools: Vec<PathBuf>,
+    /// Train on the first N candidates of each pool, in windows of --width.
+    #[arg(long, default_value_t = 20)]
+    pub depth: usize,
+    /// Labels from `ocrank label`.
+    #[arg(long, value_name = "FILE")]
+    pub labels: PathBuf,
+}
+
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
 Example (the protocol of reports/training; see scripts/train_report.sh):
@@ -42,15 +56,8 @@ pub struct Args {
     pub scorer: ScorerArgs,
     #[command(flatten)]
     pub split: SplitArgs,
-    /// Training pools (several files may be given).
-    #[arg(long = "pools", value_name = "FILE", required = true, num_args = 1..)]
-    pub pools: Vec<PathBuf>,
-    /// Train on the first N candidates of each pool, in windows of --width.
-    #[arg(long, default_value_t = 20)]
-    pub depth: usize,
-    /// Labels from `ocrank label`.
-    #[arg(long, value_name = "FILE")]
-    pub labels: PathBuf,
+    #[command(flatten)]
+    pub data: TrainData,
     #[arg(long, default_value = "oc-sft")]
     pub objective: Objective,
     #[arg(long, default_value_t = 300)]
@@ -104,17 +111,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         (0.0..1.0).contains(&args.split.heldout_fraction),
         "--heldout-fraction must be in [0, 1)"
     );
-    let labels = ocrank_data::read_labels(&args.labels)?;
+    let labels = ocrank_data::read_labels(&args.data.labels)?;
     if args.objective == Objective::OrderAveraged {
         anyhow::ensure!(
             labels.header.orders > 1,
             "--objective order-averaged needs labels averaged over several teacher orders; {} holds {} teacher labels from {} order(s)",
-            args.labels.display(),
+            args.data.labels.display(),
             labels.header.teacher,
             labels.header.orders
         );
     }
-    let all = load_pool_files(&args.pools, args.depth)?;
+    let all = load_pool_files(&args.data.pools, args.data.depth)?;
     let pools: Vec<_> = all
         .into_iter()
         .filter(|p| {
@@ -126,7 +133,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         cfg.mode == ocrank_score::Mode::Batched,
         "training trains the batched scorer: use --mode batched"
     );
-    let examples = ocrank_train::examples(&pools, &labels, args.depth, cfg.width)?;
+    let examples = ocrank_train::examples(&pools, &labels, args.data.depth, cfg.width)?;
     let lora = LoraConfig {
         rank: args.rank,
         alpha: args.alpha,
@@ -154,12 +161,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }),
         kl_base: args.kl_base,
     };
-    let pools_sha = sha256_files(&args.pools)?;
+    let pools_sha = sha256_files(&args.data.pools)?;
     let mut settings = json!({
         "pools_sha256": pools_sha,
-        "labels_sha256": sha256_file(&args.labels)?,
+        "labels_sha256": sha256_file(&args.data.labels)?,
         "labels_teacher": labels.header,
-        "depth": args.depth,
+        "depth": args.data.depth,
         "heldout_fraction": args.split.heldout_fraction,
         "split_seed": args.split.split_seed,
         "scorer": cfg,

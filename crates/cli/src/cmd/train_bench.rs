@@ -23,12 +23,8 @@ pub struct Args {
     pub model: ModelArgs,
     #[command(flatten)]
     pub scorer: ScorerArgs,
-    #[arg(long = "pools", value_name = "FILE", required = true, num_args = 1..)]
-    pub pools: Vec<PathBuf>,
-    #[arg(long, default_value_t = 20)]
-    pub depth: usize,
-    #[arg(long, value_name = "FILE")]
-    pub labels: PathBuf,
+    #[command(flatten)]
+    pub data: super::train::TrainData,
     /// Timed steps per objective (after one untimed warm-up step each).
     #[arg(long, default_value_t = 3)]
     pub steps: usize,
@@ -56,10 +52,10 @@ fn median(mut v: Vec<f64>) -> f64 {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let command = std::env::args().collect::<Vec<_>>().join(" ");
     anyhow::ensure!(args.steps >= 1, "--steps must be at least 1");
-    let labels = ocrank_data::read_labels(&args.labels)?;
-    let pools = load_pool_files(&args.pools, args.depth)?;
+    let labels = ocrank_data::read_labels(&args.data.labels)?;
+    let pools = load_pool_files(&args.data.pools, args.data.depth)?;
     let cfg = args.scorer.config();
-    let examples = ocrank_train::examples(&pools, &labels, args.depth, cfg.width)?;
+    let examples = ocrank_train::examples(&pools, &labels, args.data.depth, cfg.width)?;
     let lora = LoraConfig::default();
     let mut engine = args.model.load()?;
     engine.decoder.kernels = Kernels::Composite;
