@@ -34,13 +34,7 @@ fn tiny_model(dir: &Path) {
     });
     std::fs::write(dir.join("config.json"), config.to_string()).unwrap();
     candle_core::safetensors::save(&d.named_tensors(), dir.join("model.safetensors")).unwrap();
-    e.tokenizer.save(&dir.join("tokenizer.json")).unwrap();
-    let tc = serde_json::json!({
-        "chat_template": e.template.source,
-        "bos_token": e.template.bos_token,
-        "eos_token": e.template.eos_token,
-    });
-    std::fs::write(dir.join("tokenizer_config.json"), tc.to_string()).unwrap();
+    e.save_tokenizer(dir).unwrap();
 }
 
 fn ocrank(args: &[&str]) -> Command {

@@ -14,8 +14,11 @@ use rayon::prelude::*;
 use crate::error::Result;
 use crate::model::MaskLayout;
 
-/// Query rows per chunk (within one block).
-const CHUNK_ROWS: usize = 256;
+/// Query rows per chunk (within one block) on the CPU, where a chunk's
+/// scores should stay in cache. On a GPU a chunk is a whole block (up to
+/// [`GPU_CHUNK_ROWS`] rows): fewer, larger kernels.
+pub const CPU_CHUNK_ROWS: usize = 256;
+pub const GPU_CHUNK_ROWS: usize = 8192;
 
 /// One chunk of query rows and the keys they may see.
 #[derive(Debug, Clone)]
@@ -31,49 +34,129 @@ pub struct Chunk {
 }
 
 /// Cuts the new tokens into chunks of rows that share a block, at most
-/// [`CHUNK_ROWS`] long, each with the smallest key range its rows can see.
+/// `max_rows` long, each with the smallest key range its rows can see.
+///
+/// On the CPU the masks are filled on the host; elsewhere they are computed
+/// on the device from the block ids and hidden flags (a mask is quadratic in
+/// the chunk, the ids are linear: copying masks to a GPU would cost more than
+/// the attention).
 pub fn plan_chunks(
     layout: &MaskLayout,
     prefix_len: usize,
+    max_rows: usize,
     dtype: DType,
     device: &Device,
 ) -> Result<Vec<Chunk>> {
     let n = layout.block.len();
+    let max_rows = max_rows.max(1);
+    let ids = if device.is_cpu() {
+        None
+    } else {
+        Some(DeviceIds::new(layout, device)?)
+    };
     let mut chunks = Vec::new();
+    let mut first_of_block = std::collections::HashMap::new();
     let mut a = 0;
     while a < n {
         let block = layout.block[a];
         let mut b = a + 1;
-        while b < n && b - a < CHUNK_ROWS && layout.block[b] == block {
+        while b < n && b - a < max_rows && layout.block[b] == block {
             b += 1;
         }
         // Keys a row may see are in its block and not after it.
-        let k_start = layout.block[..a]
-            .iter()
-            .position(|&x| x == block)
-            .unwrap_or(a);
-        let k_len = b - k_start;
-        let width = prefix_len + k_len;
-        let mut data = vec![0f32; (b - a) * width];
-        for (i, q) in (a..b).enumerate() {
-            let row = &mut data[i * width + prefix_len..(i + 1) * width];
-            for (j, v) in row.iter_mut().enumerate() {
-                if !layout.allowed(q, k_start + j) {
-                    *v = f32::NEG_INFINITY;
-                }
-            }
-        }
-        let mask = Tensor::from_vec(data, (b - a, width), device)?.to_dtype(dtype)?;
+        let k_start = *first_of_block.entry(block).or_insert(a);
+        let mask = match &ids {
+            None => host_mask(layout, a, b, k_start, prefix_len, dtype, device)?,
+            Some(ids) => ids.mask(a, b, k_start, prefix_len, dtype)?,
+        };
         chunks.push(Chunk {
             q_start: a,
             q_len: b - a,
             k_start,
-            k_len,
+            k_len: b - k_start,
             mask,
         });
         a = b;
     }
     Ok(chunks)
+}
+
+/// The additive mask of rows `a..b` over the prefix and keys `k_start..b`,
+/// filled on the host.
+fn host_mask(
+    layout: &MaskLayout,
+    a: usize,
+    b: usize,
+    k_start: usize,
+    prefix_len: usize,
+    dtype: DType,
+    device: &Device,
+) -> Result<Tensor> {
+    let width = prefix_len + b - k_start;
+    let mut data = vec![0f32; (b - a) * width];
+    for (i, q) in (a..b).enumerate() {
+        let row = &mut data[i * width + prefix_len..(i + 1) * width];
+        for (j, v) in row.iter_mut().enumerate() {
+            if !layout.allowed(q, k_start + j) {
+                *v = f32::NEG_INFINITY;
+            }
+        }
+    }
+    Ok(Tensor::from_vec(data, (b - a, width), device)?.to_dtype(dtype)?)
+}
+
+/// Token index, block id and hidden flag of every new token, on the device,
+/// from which [`MaskLayout::allowed`] is evaluated with tensor ops.
+struct DeviceIds {
+    index: Tensor,
+    block: Tensor,
+    visible: Tensor,
+}
+
+impl DeviceIds {
+    fn new(layout: &MaskLayout, device: &Device) -> Result<Self> {
+        let n = layout.block.len();
+        let index: Vec<u32> = (0..n as u32).collect();
+        let visible: Vec<u8> = layout.hidden.iter().map(|&h| u8::from(!h)).collect();
+        Ok(DeviceIds {
+            index: Tensor::from_vec(index, n, device)?,
+            block: Tensor::from_slice(&layout.block, n, device)?,
+            visible: Tensor::from_vec(visible, n, device)?,
+        })
+    }
+
+    /// Rows `a..b`, keys `k_start..b`: key k is allowed for query q when
+    /// k == q, or k < q in the same block and not hidden.
+    fn mask(
+        &self,
+        a: usize,
+        b: usize,
+        k_start: usize,
+        prefix_len: usize,
+        dtype: DType,
+    ) -> Result<Tensor> {
+        let (rows, keys) = (b - a, b - k_start);
+        let col = |t: &Tensor, start: usize, len: usize| t.narrow(0, start, len)?.reshape((len, 1));
+        let row = |t: &Tensor, start: usize, len: usize| t.narrow(0, start, len)?.reshape((1, len));
+        let (qi, ki) = (col(&self.index, a, rows)?, row(&self.index, k_start, keys)?);
+        let same = col(&self.block, a, rows)?.broadcast_eq(&row(&self.block, k_start, keys)?)?;
+        let earlier = ki.broadcast_lt(&qi)?;
+        let visible = row(&self.visible, k_start, keys)?;
+        let seen = same.mul(&earlier)?.broadcast_mul(&visible)?;
+        let allowed = seen.maximum(&ki.broadcast_eq(&qi)?)?;
+        let device = self.index.device();
+        let zeros = Tensor::zeros((rows, keys), dtype, device)?;
+        let blocked = Tensor::full(f32::NEG_INFINITY, (rows, keys), device)?.to_dtype(dtype)?;
+        let mask = allowed.where_cond(&zeros, &blocked)?;
+        Ok(if prefix_len == 0 {
+            mask
+        } else {
+            Tensor::cat(
+                &[&Tensor::zeros((rows, prefix_len), dtype, device)?, &mask],
+                1,
+            )?
+        })
+    }
 }
 
 /// softmax(scores + mask) over the last axis, where `scores` is
@@ -148,5 +231,39 @@ pub fn masked_softmax_fused(scores: &Tensor, mask: &Tensor) -> Result<Tensor> {
         let s =
             candle_nn::ops::softmax_last_dim(&s.to_dtype(DType::F32)?)?.to_dtype(scores.dtype())?;
         Ok(s.reshape(dims)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The masks computed with tensor ops (the GPU path) equal the masks
+    /// filled on the host, for blocks that recur, hidden keys and a prefix.
+    #[test]
+    fn device_masks_equal_host_masks() {
+        let block = vec![0, 0, 0, 1, 1, 2, 2, 2, 2, 0, 0, 3];
+        let hidden = vec![
+            false, true, false, false, true, false, true, false, false, false, true, false,
+        ];
+        let layout = MaskLayout { block, hidden };
+        let ids = DeviceIds::new(&layout, &Device::Cpu).unwrap();
+        for prefix in [0, 3] {
+            for rows in [1, 2, 3, 100] {
+                let host = plan_chunks(&layout, prefix, rows, DType::F32, &Device::Cpu).unwrap();
+                assert!(host.len() >= 5);
+                for c in &host {
+                    let (a, b) = (c.q_start, c.q_start + c.q_len);
+                    let dev = ids.mask(a, b, c.k_start, prefix, DType::F32).unwrap();
+                    let h: Vec<Vec<f32>> = c.mask.to_vec2().unwrap();
+                    let d: Vec<Vec<f32>> = dev.to_vec2().unwrap();
+                    assert_eq!(h, d, "rows {a}..{b}, prefix {prefix}");
+                }
+            }
+        }
+        // Every row sees itself, and a hidden key is seen by nobody else.
+        let chunks = plan_chunks(&layout, 0, 100, DType::F32, &Device::Cpu).unwrap();
+        let m: Vec<Vec<f32>> = chunks[0].mask.to_vec2().unwrap();
+        assert_eq!(m[2], vec![0.0, f32::NEG_INFINITY, 0.0]);
     }
 }

@@ -87,6 +87,29 @@ impl ModelConfig {
         }
     }
 
+    /// Configuration of Qwen3-4B (benchmarks in real shapes).
+    pub fn qwen3_4b() -> Self {
+        ModelConfig {
+            hidden_size: 2560,
+            intermediate_size: 9728,
+            num_layers: 36,
+            num_heads: 32,
+            num_kv_heads: 8,
+            ..Self::qwen3_0_6b()
+        }
+    }
+
+    /// The real shapes known by name: `smollm2-135m`, `qwen3-0.6b`,
+    /// `qwen3-4b`.
+    pub fn preset(name: &str) -> Option<Self> {
+        match name {
+            "smollm2-135m" => Some(Self::smollm2_135m()),
+            "qwen3-0.6b" => Some(Self::qwen3_0_6b()),
+            "qwen3-4b" => Some(Self::qwen3_4b()),
+            _ => None,
+        }
+    }
+
     /// A tiny configuration of the given family for fast tests.
     pub fn tiny(arch: Arch) -> Self {
         ModelConfig {

@@ -5,63 +5,74 @@
 //! both operands, even of a weight that is not a variable: for LoRA training
 //! that is one extra weight-sized matmul per projection and a weight-sized
 //! buffer per projection that nobody reads (about a third of the step's
-//! FLOPs and the model's size in memory). This op runs the same forward and
-//! returns `grad W` only for `x`.
+//! FLOPs and the model's size in memory). This op runs the same matmul on
+//! the backend's storage (CPU or CUDA) and returns a gradient only for `x`.
 
-use candle_core::{CpuStorage, CustomOp1, Layout, Shape, Tensor};
+use candle_core::backend::BackendStorage;
+use candle_core::{CpuStorage, CustomOp2, Layout, Shape, Tensor};
 
 use crate::error::Result;
 
-struct FrozenMatmul {
-    /// `[out, in]`
-    w: Tensor,
+struct FrozenMatmul;
+
+/// `(bmnk, layout of W^T, output shape)` for `x: [n, in]`, `W: [out, in]`.
+fn plan(
+    lx: &Layout,
+    lw: &Layout,
+) -> candle_core::Result<((usize, usize, usize, usize), Layout, Shape)> {
+    let (n, k) = lx.shape().dims2()?;
+    let (out, kw) = lw.shape().dims2()?;
+    if k != kw {
+        candle_core::bail!("frozen matmul: x is [{n}, {k}] but W is [{out}, {kw}]");
+    }
+    Ok(((1, n, out, k), lw.transpose(0, 1)?, Shape::from((n, out))))
 }
 
-macro_rules! fwd_as {
-    ($self:ident, $v:ident, $l:ident, $variant:ident, $t:ty) => {{
-        let (start, end) = $l.contiguous_offsets().ok_or_else(|| {
-            candle_core::Error::Msg("frozen matmul: input must be contiguous".into())
-        })?;
-        let x = Tensor::from_slice(&$v[start..end], $l.shape(), &candle_core::Device::Cpu)?;
-        let y = x.matmul(&$self.w.t()?)?;
-        let shape = y.shape().clone();
-        let data = y.flatten_all()?.to_vec1::<$t>()?;
-        Ok((CpuStorage::$variant(data), shape))
-    }};
-}
-
-impl CustomOp1 for FrozenMatmul {
+impl CustomOp2 for FrozenMatmul {
     fn name(&self) -> &'static str {
         "frozen-matmul"
     }
 
-    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> candle_core::Result<(CpuStorage, Shape)> {
-        match s {
-            CpuStorage::F32(v) => fwd_as!(self, v, l, F32, f32),
-            CpuStorage::F64(v) => fwd_as!(self, v, l, F64, f64),
-            CpuStorage::BF16(v) => fwd_as!(self, v, l, BF16, half::bf16),
-            CpuStorage::F16(v) => fwd_as!(self, v, l, F16, half::f16),
-            _ => Err(candle_core::Error::Msg(
-                "frozen matmul: unsupported dtype".into(),
-            )),
-        }
+    fn cpu_fwd(
+        &self,
+        sx: &CpuStorage,
+        lx: &Layout,
+        sw: &CpuStorage,
+        lw: &Layout,
+    ) -> candle_core::Result<(CpuStorage, Shape)> {
+        let (bmnk, lwt, shape) = plan(lx, lw)?;
+        Ok((sx.matmul(sw, bmnk, lx, &lwt)?, shape))
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        sx: &candle_core::CudaStorage,
+        lx: &Layout,
+        sw: &candle_core::CudaStorage,
+        lw: &Layout,
+    ) -> candle_core::Result<(candle_core::CudaStorage, Shape)> {
+        let (bmnk, lwt, shape) = plan(lx, lw)?;
+        Ok((sx.matmul(sw, bmnk, lx, &lwt)?, shape))
     }
 
     fn bwd(
         &self,
-        _arg: &Tensor,
+        _x: &Tensor,
+        w: &Tensor,
         _res: &Tensor,
         grad_res: &Tensor,
-    ) -> candle_core::Result<Option<Tensor>> {
-        Ok(Some(grad_res.matmul(&self.w)?))
+    ) -> candle_core::Result<(Option<Tensor>, Option<Tensor>)> {
+        Ok((Some(grad_res.matmul(w)?), None))
     }
 }
 
-/// `x W^T` (`x: [n, in]`, `W: [out, in]`); when `x` carries a gradient on
-/// the CPU the backward skips the weight's gradient.
+/// `x W^T` (`x: [n, in]`, `W: [out, in]`); when `x` carries a gradient and
+/// `W` does not, the backward skips the weight's gradient.
 pub fn matmul_t(x: &Tensor, w: &Tensor) -> Result<Tensor> {
-    if x.track_op() && x.device().is_cpu() && !w.track_op() && x.rank() == 2 {
-        Ok(x.contiguous()?.apply_op1(FrozenMatmul { w: w.clone() })?)
+    let frozen_backend = x.device().is_cpu() || x.device().is_cuda();
+    if x.track_op() && !w.track_op() && x.rank() == 2 && frozen_backend {
+        Ok(x.contiguous()?.apply_op2(w, FrozenMatmul)?)
     } else {
         Ok(x.matmul(&w.t()?)?)
     }

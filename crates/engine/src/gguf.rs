@@ -160,10 +160,10 @@ impl GgufFile {
             };
             let q = self
                 .content
-                .tensor(&mut reader, name, device)
+                .tensor(&mut reader, name, &Device::Cpu)
                 .map_err(|e| self.err(format!("tensor {name}: {e}")))?;
             let mut t = q
-                .dequantize(device)
+                .dequantize(&Device::Cpu)
                 .map_err(|e| self.err(format!("tensor {name}: {e}")))?;
             if cfg.arch == Arch::Llama {
                 if hf.ends_with("q_proj.weight") {
@@ -172,7 +172,9 @@ impl GgufFile {
                     t = unpermute_rows(&t, cfg.num_kv_heads)?;
                 }
             }
-            out.insert(hf, t.to_dtype(dtype)?);
+            // Dequantized and reordered on the host, then moved: the device
+            // needs no quantized kernels.
+            out.insert(hf, t.to_dtype(dtype)?.to_device(device)?);
         }
         Ok(out)
     }

@@ -124,10 +124,19 @@ impl Lora {
 }
 
 /// Inverted dropout: each element kept with probability `1 - p` and scaled
-/// by `1 / (1 - p)`; drawn on the host from `key` so every device agrees.
+/// by `1 / (1 - p)`, drawn from `key`. On the CPU the mask comes from a
+/// documented host generator (identical on every platform); on a GPU from
+/// the device's generator reseeded with `key` (host masks would be a copy of
+/// a few hundred MB per step): reproducible on that device, and the same
+/// mask again when a checkpointed backward recomputes the forward.
 fn dropout_mask(dims: &[usize], p: f64, key: u64, dtype: DType, device: &Device) -> Result<Tensor> {
-    let n: usize = dims.iter().product();
     let keep = (1.0 / (1.0 - p)) as f32;
+    if !device.is_cpu() {
+        device.set_seed(key)?;
+        let u = Tensor::rand(0f32, 1f32, dims, device)?;
+        return Ok((u.ge(p)?.to_dtype(DType::F32)? * f64::from(keep))?.to_dtype(dtype)?);
+    }
+    let n: usize = dims.iter().product();
     let mut state = key;
     let data: Vec<f32> = (0..n)
         .map(|_| {
@@ -139,9 +148,7 @@ fn dropout_mask(dims: &[usize], p: f64, key: u64, dtype: DType, device: &Device)
             }
         })
         .collect();
-    Ok(Tensor::from_vec(data, dims, &Device::Cpu)?
-        .to_dtype(dtype)?
-        .to_device(device)?)
+    Ok(Tensor::from_vec(data, dims, device)?.to_dtype(dtype)?)
 }
 
 fn splitmix(state: &mut u64) -> u64 {

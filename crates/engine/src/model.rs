@@ -16,7 +16,7 @@ use std::collections::HashMap;
 
 use candle_core::{DType, Device, Tensor, D};
 
-use crate::attention::{masked_softmax_fused, plan_chunks, Chunk};
+use crate::attention::{masked_softmax_fused, plan_chunks, Chunk, CPU_CHUNK_ROWS, GPU_CHUNK_ROWS};
 use crate::config::ModelConfig;
 use crate::error::{Error, Result};
 use crate::lora::{module_key, Lora};
@@ -154,6 +154,8 @@ pub struct Decoder {
     pub lm_head: Tensor,
     inv_freq: Tensor,
     pub kernels: Kernels,
+    /// Most query rows per attention chunk (see [`plan_chunks`]).
+    pub attention_rows: usize,
     device: Device,
     dtype: DType,
 }
@@ -249,6 +251,11 @@ impl Decoder {
             lm_head,
             inv_freq,
             kernels: Kernels::Fused,
+            attention_rows: if device.is_cpu() {
+                CPU_CHUNK_ROWS
+            } else {
+                GPU_CHUNK_ROWS
+            },
             device: device.clone(),
             dtype,
         })
@@ -348,6 +355,18 @@ impl Decoder {
         t
     }
 
+    /// The same decoder with its weights in `dtype` on `device` (LoRA
+    /// adapters are not carried over: attach them after moving).
+    pub fn to(&self, dtype: DType, device: &Device) -> Result<Self> {
+        let mut tensors = HashMap::new();
+        for (name, t) in self.named_tensors() {
+            tensors.insert(name, t.to_dtype(dtype)?.to_device(device)?);
+        }
+        let mut d = Self::from_tensors(self.cfg.clone(), &mut tensors, device)?;
+        d.kernels = self.kernels;
+        Ok(d)
+    }
+
     pub fn device(&self) -> &Device {
         &self.device
     }
@@ -412,7 +431,10 @@ impl Decoder {
             )));
         }
         let max_pos = *input.positions.iter().max().unwrap_or(&0) as usize;
-        if max_pos >= self.cfg.context_length || prefix_len + n > self.cfg.context_length {
+        // Positions, not the token count, must fit the context: packed or
+        // invariant blocks restart theirs.
+        let longest = prefix_len.max(max_pos + 1);
+        if max_pos >= self.cfg.context_length || longest > self.cfg.context_length {
             return Err(Error::Input(format!(
                 "{} tokens (largest position {max_pos}) exceed the model's context of {} tokens",
                 prefix_len + n,
@@ -444,7 +466,13 @@ impl Decoder {
         let ids = Tensor::from_slice(input.tokens, n, &self.device)?;
         let mut x = self.embed.index_select(&ids, 0)?;
         let (cos, sin) = self.rope_tables(input.positions)?;
-        let chunks = plan_chunks(input.mask, prefix_len, self.dtype, &self.device)?;
+        let chunks = plan_chunks(
+            input.mask,
+            prefix_len,
+            self.attention_rows,
+            self.dtype,
+            &self.device,
+        )?;
         let mut cache = input
             .keep_cache
             .then(|| Vec::with_capacity(self.layers.len()));
@@ -490,7 +518,7 @@ impl Decoder {
         let ids = Tensor::from_slice(input.tokens, input.tokens.len(), &self.device)?;
         let x = self.embed.index_select(&ids, 0)?;
         let (cos, sin) = self.rope_tables(input.positions)?;
-        let chunks = plan_chunks(input.mask, 0, self.dtype, &self.device)?;
+        let chunks = plan_chunks(input.mask, 0, self.attention_rows, self.dtype, &self.device)?;
         Ok((
             x,
             Staged {
@@ -568,14 +596,17 @@ impl Decoder {
         match self.kernels {
             Kernels::Fused => masked_softmax_fused(scores, mask),
             Kernels::Composite => {
+                // In f32 (f64 for f64 models) whatever the weights' dtype.
                 let (_, nkv, rr, nk) = scores.dims4()?;
                 let rows = mask.dim(0)?;
                 let x = scores
                     .reshape((nkv, rr / rows, rows, nk))?
-                    .broadcast_add(mask)?;
+                    .broadcast_add(mask)?
+                    .to_dtype(self.logits_dtype())?;
                 let max = x.max_keepdim(D::Minus1)?.detach();
                 let e = x.broadcast_sub(&max)?.exp()?;
                 Ok(e.broadcast_div(&e.sum_keepdim(D::Minus1)?)?
+                    .to_dtype(scores.dtype())?
                     .reshape((1, nkv, rr, nk))?)
             }
         }

@@ -225,3 +225,51 @@ fn long_sequences_agree_across_chunkings() {
         assert!(max_diff(&full[1..], &rest) < 1e-4, "{arch:?}");
     }
 }
+
+/// Packing several forwards into one row gives each its own logits, with
+/// small and large attention chunks (the CPU and GPU plans), even when the
+/// packed row is longer than the model's context.
+#[test]
+fn packed_forwards_equal_separate_forwards() {
+    type Seq = (Vec<u32>, Vec<u32>, MaskLayout, Vec<usize>);
+    let pos = |n: usize| (0..n as u32).collect::<Vec<u32>>();
+    let mut hidden = MaskLayout::causal(13);
+    hidden.hidden[4] = true;
+    // Two blocks, the second restarting its positions.
+    let blocks = MaskLayout {
+        block: vec![0, 0, 0, 5, 5, 5],
+        hidden: vec![false; 6],
+    };
+    let seqs: Vec<Seq> = vec![
+        (tokens(9, 1), pos(9), MaskLayout::causal(9), vec![0, 8]),
+        (tokens(13, 2), pos(13), hidden, vec![5, 12]),
+        (tokens(6, 3), vec![0, 1, 2, 0, 1, 2], blocks, vec![2, 5]),
+    ];
+    fn input(s: &Seq) -> ForwardInput<'_> {
+        ForwardInput {
+            tokens: &s.0,
+            positions: &s.1,
+            mask: &s.2,
+            prefix: None,
+            readout: &s.3,
+            keep_cache: false,
+            dropout: None,
+        }
+    }
+    for arch in ARCHS {
+        let mut m = model(arch);
+        let separate: Vec<Vec<Vec<f32>>> = seqs.iter().map(|s| logits(&m, &input(s))).collect();
+        let forwards: Vec<ForwardInput> = seqs.iter().map(input).collect();
+        let packed = ocrank_engine::pack(&forwards).unwrap();
+        assert_eq!(packed.tokens.len(), 28);
+        m.cfg.context_length = 20; // shorter than the packed row, longer than each
+        for rows in [4, 256] {
+            m.attention_rows = rows;
+            let out = m.forward(&packed.input()).unwrap().logits;
+            for (got, want) in packed.split(&out).unwrap().iter().zip(&separate) {
+                let got = got.to_vec2::<f32>().unwrap();
+                assert!(max_diff(&got, want) < 1e-4, "{arch:?}, rows {rows}");
+            }
+        }
+    }
+}

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use ocrank_data::Pool;
-use ocrank_engine::{DType, Device, Engine};
+use ocrank_engine::{DType, DeviceSpec, Engine};
 use ocrank_plan::Partition;
 use ocrank_score::{Mode, PromptConfig, Readout, ScoreConfig, Task, Template};
 
@@ -23,12 +23,35 @@ pub struct ModelArgs {
     /// model's weights after loading.
     #[arg(long, value_name = "DIR")]
     pub adapter: Option<PathBuf>,
+    /// Where the decoder runs: cpu, cuda or cuda:N (a GPU needs a build with
+    /// `--features cuda`).
+    #[arg(long, value_name = "DEVICE", default_value = "cpu")]
+    pub device: DeviceSpec,
+    /// Precision of the weights and activations: f32, bf16 or f16 (default:
+    /// f32 on the CPU, bf16 on a GPU). Logits, the grade softmax, the loss
+    /// and the optimizer stay f32.
+    #[arg(long, value_name = "DTYPE", value_parser = parse_dtype_arg)]
+    pub dtype: Option<DType>,
+}
+
+fn parse_dtype_arg(s: &str) -> Result<DType, String> {
+    ocrank_engine::parse_dtype(s).map_err(|e| e.to_string())
 }
 
 impl ModelArgs {
+    /// The precision the model runs in on the chosen device.
+    pub fn dtype(&self) -> DType {
+        match self.dtype {
+            Some(d) => d,
+            None if self.device == DeviceSpec::Cpu => DType::F32,
+            None => DType::BF16,
+        }
+    }
+
     pub fn load(&self) -> anyhow::Result<Engine> {
-        let device = Device::Cpu;
-        let mut engine = Engine::load(&self.model, DType::F32, &device)
+        let device = self.device.open()?;
+        let dtype = self.dtype();
+        let mut engine = Engine::load(&self.model, dtype, &device)
             .with_context(|| format!("loading model {}", self.model.display()))?;
         if let Some(dir) = &self.adapter {
             engine
@@ -44,6 +67,12 @@ impl ModelArgs {
     /// when one is given: what a stored result must match to be reused.
     pub fn fingerprint(&self, settings: &mut serde_json::Value) -> anyhow::Result<()> {
         settings["model_sha256"] = sha256_file(&self.model)?.into();
+        // Precision changes the scores; f32 (the CPU default) is left out so
+        // that results stored before this setting existed still match.
+        let dtype = self.dtype();
+        if dtype != DType::F32 {
+            settings["dtype"] = dtype.as_str().into();
+        }
         if let Some(dir) = &self.adapter {
             settings["adapter_sha256"] = format!(
                 "{}+{}",
