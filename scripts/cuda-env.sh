@@ -26,11 +26,21 @@ if [ ! -x "$OCRANK_CUDA_VENV/bin/python" ]; then
         "nvidia-cuda-runtime==13.0.96" "nvidia-cuda-cccl==13.0.85" || return 1
 fi
 _ocrank_cu="$("$OCRANK_CUDA_VENV/bin/python" -c 'import nvidia, os; print(os.path.join(nvidia.__path__[0], "cu13"))')" || return 1
-# The linker wants libcudart.so; the wheel has only libcudart.so.13.
-mkdir -p "$_ocrank_root/target-cuda/cudalib"
-ln -sf "$_ocrank_cu/lib/libcudart.so.13" "$_ocrank_root/target-cuda/cudalib/libcudart.so"
+# Link-time libraries in target-cuda/cudalib: libcudart.so (the wheel has
+# only libcudart.so.13), and stubs of libcuda, libcublas(Lt), libcurand and
+# libnvrtc with their real SONAMEs (see scripts/cuda-stubs.py): the GPU
+# machine's driver and PyTorch environment provide the real ones.
+_ocrank_lib="$_ocrank_root/target-cuda/cudalib"
+mkdir -p "$_ocrank_lib"
+ln -sf "$_ocrank_cu/lib/libcudart.so.13" "$_ocrank_lib/libcudart.so"
+if [ ! -e "$_ocrank_lib/libcuda.so" ]; then
+    _ocrank_cudarc="$(awk '/^name = "cudarc"/ { getline; gsub(/[" ]/, ""); sub("version=", ""); print }' "$_ocrank_root/Cargo.lock")"
+    (cd "$_ocrank_root" && cargo fetch --quiet) || return 1
+    _ocrank_src="$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/"cudarc-$_ocrank_cudarc" | head -n 1)"
+    python3 "$_ocrank_root/scripts/cuda-stubs.py" "$_ocrank_src" "$_ocrank_lib" || return 1
+fi
 export CUDA_ROOT="$_ocrank_cu" CUDA_PATH="$_ocrank_cu" CUDA_COMPUTE_CAP=90
 export PATH="$_ocrank_cu/bin:$PATH"
 export LIBRARY_PATH="$_ocrank_root/target-cuda/cudalib${LIBRARY_PATH:+:$LIBRARY_PATH}"
 export CARGO_TARGET_DIR="$_ocrank_root/target-cuda"
-unset _ocrank_root _ocrank_cu
+unset _ocrank_root _ocrank_cu _ocrank_lib _ocrank_cudarc _ocrank_src

@@ -38,6 +38,11 @@ enum Command {
     Select(cmd::select::Args),
     /// Benchmark a training step of each objective side by side.
     TrainBench(cmd::train_bench::Args),
+    /// Check and time the engine on a device (GPU parity with the CPU,
+    /// scoring and training) with random weights in real shapes.
+    DeviceCheck(cmd::device_check::Args),
+    /// Write a model's tokenizer and chat template as a small directory.
+    ExportTokenizer(cmd::export_tokenizer::Args),
 }
 
 /// Errors print as one line: what failed, then its causes after colons.
@@ -63,5 +68,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Train(args) => cmd::train::run(args),
         Command::Select(args) => cmd::select::run(args),
         Command::TrainBench(args) => cmd::train_bench::run(args),
+        Command::DeviceCheck(args) => cmd::device_check::run(args),
+        Command::ExportTokenizer(args) => cmd::export_tokenizer::run(args),
     }
 }

@@ -265,12 +265,42 @@ impl Decoder {
     /// (platform-independent: drawn on the host, then moved to `device`).
     pub fn random(cfg: ModelConfig, seed: u64, dtype: DType, device: &Device) -> Result<Self> {
         let mut rng = SplitMix64(seed);
-        let mut mat = |rows: usize, cols: usize, scale: f32| -> Result<Tensor> {
+        Self::random_with(cfg, dtype, device, |rows, cols, scale| {
             let data: Vec<f32> = (0..rows * cols).map(|_| rng.normal() * scale).collect();
             Ok(Tensor::from_vec(data, (rows, cols), &Device::Cpu)?
                 .to_dtype(dtype)?
                 .to_device(device)?)
-        };
+        })
+    }
+
+    /// Like [`Decoder::random`], but drawn by the device's own generator:
+    /// fast for billions of weights (benchmarks in the shapes of large
+    /// models), reproducible on one device, not the same numbers across
+    /// devices. On the CPU this is [`Decoder::random`].
+    pub fn random_on_device(
+        cfg: ModelConfig,
+        seed: u64,
+        dtype: DType,
+        device: &Device,
+    ) -> Result<Self> {
+        if device.is_cpu() {
+            // The CPU's generator cannot be seeded: the host generator.
+            return Self::random(cfg, seed, dtype, device);
+        }
+        device.set_seed(seed)?;
+        Self::random_with(cfg, dtype, device, |rows, cols, scale| {
+            Ok(Tensor::randn(0f32, scale, (rows, cols), device)?.to_dtype(dtype)?)
+        })
+    }
+
+    /// Weights in the shapes of `cfg` from `mat(rows, cols, std)`; norms are
+    /// ones.
+    fn random_with(
+        cfg: ModelConfig,
+        dtype: DType,
+        device: &Device,
+        mut mat: impl FnMut(usize, usize, f32) -> Result<Tensor>,
+    ) -> Result<Self> {
         let ones = |n: usize| -> Result<Tensor> { Ok(Tensor::ones(n, dtype, device)?) };
         let (h, hd) = (cfg.hidden_size, cfg.head_dim);
         let s_in = 1.0 / (h as f32).sqrt();

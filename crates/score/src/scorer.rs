@@ -103,6 +103,39 @@ pub struct Sequence {
     pub readout: Vec<usize>,
 }
 
+impl Sequence {
+    /// The whole sequence with the query's prefix in front (one forward
+    /// without a cached prefix: training, packing several windows).
+    pub fn with_prefix(&self, prefix: &[u32]) -> Sequence {
+        let p = prefix.len();
+        let mut tokens = prefix.to_vec();
+        tokens.extend(&self.tokens);
+        let mut positions: Vec<u32> = (0..p as u32).collect();
+        positions.extend(&self.positions);
+        let mut mask = MaskLayout::causal(p);
+        mask.block.extend(&self.mask.block);
+        mask.hidden.extend(&self.mask.hidden);
+        Sequence {
+            tokens,
+            positions,
+            mask,
+            readout: self.readout.iter().map(|r| r + p).collect(),
+        }
+    }
+
+    pub fn forward_input(&self) -> ForwardInput<'_> {
+        ForwardInput {
+            tokens: &self.tokens,
+            positions: &self.positions,
+            mask: &self.mask,
+            prefix: None,
+            readout: &self.readout,
+            keep_cache: false,
+            dropout: None,
+        }
+    }
+}
+
 /// A query's rendered prompt segments and their tokens.
 #[derive(Debug, Clone)]
 pub struct QueryText {

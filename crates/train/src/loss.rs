@@ -86,28 +86,21 @@ pub fn window_input(scorer: &Scorer, q: &QueryText, texts: &[&str]) -> Result<Wi
             "training needs the composite kernels (candle's fused kernels have no backward)".into(),
         ));
     }
-    let seq = scorer.batched_sequence(q, texts)?;
-    let p = q.prefix_tokens.len();
-    let n = p + seq.tokens.len();
+    let seq = scorer
+        .batched_sequence(q, texts)?
+        .with_prefix(&q.prefix_tokens);
+    let n = seq.tokens.len();
     let ctx = decoder.cfg.context_length;
     if n > ctx {
         return Err(Error::Train(format!(
             "a training window of {n} tokens exceeds the model's context of {ctx}; lower --width or --max-chars"
         )));
     }
-    let mut tokens = q.prefix_tokens.clone();
-    tokens.extend(&seq.tokens);
-    let mut positions: Vec<u32> = (0..p as u32).collect();
-    positions.extend(&seq.positions);
-    let mut mask = MaskLayout::causal(p);
-    mask.block.extend(&seq.mask.block);
-    mask.hidden.extend(&seq.mask.hidden);
-    let readout: Vec<usize> = seq.readout.iter().map(|r| r + p).collect();
     Ok(WindowInput {
-        tokens,
-        positions,
-        mask,
-        readout,
+        tokens: seq.tokens,
+        positions: seq.positions,
+        mask: seq.mask,
+        readout: seq.readout,
     })
 }
 

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Build here what the GPU machine runs, and gather it in .cache/device-bundle/
+# (git-ignored; the device call carries it: carry [".cache/device-bundle"]).
+#
+#   scripts/device-bundle.sh
+#
+# The bundle holds:
+#   ocrank.gz           release build with --features cuda, stripped and
+#                       gzipped (69 MB -> 21 MB: the PTX and sm_90 kernels)
+#   engine-cuda-tests.gz  the CUDA test binary (crates/engine/tests/cuda.rs)
+#   lib/libcudart.so.13 the CUDA runtime the binary links to (a fallback: the
+#                       device's PyTorch environment has its own)
+#   tokenizer/          SmolLM2's tokenizer and chat template (the 94 MB model
+#                       cannot travel: the device check uses random weights)
+#   dl19-bm25-top100.json  the DL19 pools (texts for real prompts)
+#   MANIFEST            commit, build command, sizes and SHA-256 of each file
+# Needs: the model (scripts/setup.sh --no-build), ../shared/data, PyPI access
+# the first time (scripts/cuda-env.sh fetches nvcc). The first CUDA build
+# takes 30-40 minutes on 2 cores (candle's quantized-matmul kernels).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+root="$(pwd)"
+# shellcheck source=scripts/cuda-env.sh
+source scripts/cuda-env.sh
+# One cargo invocation builds the binary and the CUDA tests: two invocations
+# with different dev-dependencies resolve features differently and would
+# compile candle's CUDA kernels twice.
+cargo test --release --no-run -p ocrank-engine -p ocrank \
+    --features ocrank-engine/cuda,ocrank/cuda --message-format=json > target-cuda/bundle-build.json
+# The executables of this build: the ocrank binary and the `cuda` test.
+read -r bin tests < <(python3 - target-cuda/bundle-build.json <<'PY'
+import json, sys
+found = {}
+for line in open(sys.argv[1]):
+    m = json.loads(line)
+    t = m.get("target", {})
+    if m.get("reason") == "compiler-artifact" and m.get("executable"):
+        if t.get("kind") == ["bin"] and t.get("name") == "ocrank":
+            found["bin"] = m["executable"]
+        elif t.get("kind") == ["test"] and t.get("name") == "cuda":
+            found["tests"] = m["executable"]
+print(found.get("bin", "-"), found.get("tests", "-"))
+PY
+)
+[ -x "$bin" ] && [ -x "$tests" ] || { echo "device-bundle: the binary or the CUDA tests were not built" >&2; exit 1; }
+
+b="$root/.cache/device-bundle"
+rm -rf "$b"
+mkdir -p "$b/lib"
+strip -o "$b/ocrank" "$bin"
+strip -o "$b/engine-cuda-tests" "$tests"
+gzip -9 "$b/ocrank" "$b/engine-cuda-tests"
+cp "$CUDA_PATH/lib/libcudart.so.13" "$b/lib/"
+# The CUDA binary cannot start here (no libcuda.so.1 without a driver): the
+# tokenizer is exported by the CPU build.
+unset CARGO_TARGET_DIR
+cargo run --quiet --release -p ocrank -- export-tokenizer \
+    --model models/SmolLM2-135M-Instruct.Q4_1.gguf --out "$b/tokenizer"
+cp ../shared/data/msmarco/dl19/bm25-top100.json "$b/dl19-bm25-top100.json"
+{
+    echo "commit: $(git rev-parse HEAD)$(git diff --quiet HEAD || echo ' (with uncommitted changes)')"
+    echo "built: $(date -u +%FT%TZ) by scripts/device-bundle.sh"
+    echo "cargo build --release --features cuda -p ocrank (CUDA_COMPUTE_CAP=$CUDA_COMPUTE_CAP, nvcc $(nvcc --version | grep -o 'release [0-9.]*'))"
+    (cd "$b" && find . -type f ! -name MANIFEST | sort | xargs sha256sum)
+} > "$b/MANIFEST"
+du -sh "$b"
+size=$(du -sm "$b" | cut -f1)
+[ "$size" -lt 60 ] || { echo "device-bundle: $size MiB is too large to carry (64 MiB with the tree)" >&2; exit 1; }
+echo "device-bundle: ready in .cache/device-bundle ($size MiB)"
