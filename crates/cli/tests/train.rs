@@ -16,6 +16,7 @@ fn root() -> PathBuf {
 
 const DL21: &str = "../shared/data/msmarco/dl21/bm25-top100.json";
 const QRELS: &str = "../shared/data/msmarco/dl21/qrels.txt";
+const DL22: &str = "../shared/data/msmarco/dl22/bm25-top100.json";
 
 /// A tiny Llama with SmolLM2's vocabulary, tokenizer and template.
 fn tiny_model(dir: &Path) {
@@ -139,6 +140,67 @@ fn label_train_kill_resume_select_and_audit_with_the_adapter() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         !out.status.success() && err.contains("order-averaged"),
+        "{err}"
+    );
+
+    // --heldout-pools must name some of --pools; a run that split only some
+    // files cannot be selected on another file, whose queries it trained on.
+    let heldout = |pools: &[&str], split: &str, out: &Path| {
+        let mut c = ocrank(&[
+            "train",
+            "--model",
+            model.to_str().unwrap(),
+            "--labels",
+            labels.to_str().unwrap(),
+            "--depth",
+            "4",
+            "--width",
+            "2",
+            "--max-chars",
+            "80",
+            "--steps",
+            "1",
+            "--heldout-pools",
+            split,
+            "--out",
+            out.to_str().unwrap(),
+            "--pools",
+        ]);
+        c.args(pools);
+        c
+    };
+    let out = heldout(&[DL21], DL22, &tmp.path().join("x"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("not one of the --pools files"),
+        "{err}"
+    );
+    let split = tmp.path().join("split");
+    ok(heldout(&[DL21], DL21, &split));
+    let copy = tmp.path().join("dl21-copy.json");
+    std::fs::copy(root().join(DL21), &copy).unwrap();
+    let out = ocrank(&[
+        "select",
+        "--model",
+        model.to_str().unwrap(),
+        "--runs",
+        split.to_str().unwrap(),
+        "--pools",
+        copy.to_str().unwrap(),
+        "--qrels",
+        QRELS,
+        "--depth",
+        "4",
+        "--out",
+        tmp.path().join("sel-x.json").to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("were all trained on"),
         "{err}"
     );
 

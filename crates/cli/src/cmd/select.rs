@@ -91,6 +91,27 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             args.split.heldout_fraction,
             args.split.split_seed
         );
+        if let Some(split) = s["heldout_pools"].as_array() {
+            // Training split only these files: queries of the others were
+            // all trained on, held out by hash or not.
+            let same = |a: &std::path::Path, b: &str| {
+                let b = std::path::Path::new(b);
+                a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
+            };
+            for p in &args.pools {
+                anyhow::ensure!(
+                    split.iter().filter_map(|v| v.as_str()).any(|f| same(p, f)),
+                    "{}: trained with --heldout-pools {}, so the queries of {} were all trained on",
+                    path.display(),
+                    split
+                        .iter()
+                        .filter_map(|v| v.as_str())
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                    p.display()
+                );
+            }
+        }
         let cfg: ScoreConfig = serde_json::from_value(s["scorer"].clone())
             .with_context(|| format!("{}: settings.scorer", path.display()))?;
         if args.include_base && candidates.iter().all(|c| c.1.is_some() || c.2 != cfg) {

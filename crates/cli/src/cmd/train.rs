@@ -56,6 +56,11 @@ pub struct Args {
     pub scorer: ScorerArgs,
     #[command(flatten)]
     pub split: SplitArgs,
+    /// Hold queries out only from these pool files (some of --pools), e.g.
+    /// the one with qrels to select on; the other files train whole.
+    /// Default: every pool file.
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub heldout_pools: Vec<PathBuf>,
     #[command(flatten)]
     pub data: TrainData,
     #[arg(long, default_value = "oc-sft")]
@@ -111,6 +116,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         (0.0..1.0).contains(&args.split.heldout_fraction),
         "--heldout-fraction must be in [0, 1)"
     );
+    for f in &args.heldout_pools {
+        anyhow::ensure!(
+            args.data.pools.contains(f),
+            "--heldout-pools {}: not one of the --pools files",
+            f.display()
+        );
+    }
     let labels = ocrank_data::read_labels(&args.data.labels)?;
     if args.objective == Objective::OrderAveraged {
         anyhow::ensure!(
@@ -122,10 +134,27 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         );
     }
     let all = load_pool_files(&args.data.pools, args.data.depth)?;
+    let n_queries = all.len();
+    let eligible: Option<std::collections::HashSet<String>> = if args.heldout_pools.is_empty() {
+        None
+    } else {
+        Some(
+            load_pool_files(&args.heldout_pools, args.data.depth)?
+                .into_iter()
+                .map(|p| p.qid)
+                .collect(),
+        )
+    };
     let pools: Vec<_> = all
         .into_iter()
         .filter(|p| {
-            !ocrank_train::is_heldout(&p.qid, args.split.heldout_fraction, args.split.split_seed)
+            let splittable = eligible.as_ref().is_none_or(|e| e.contains(&p.qid));
+            !(splittable
+                && ocrank_train::is_heldout(
+                    &p.qid,
+                    args.split.heldout_fraction,
+                    args.split.split_seed,
+                ))
         })
         .collect();
     let cfg = args.scorer.config();
@@ -173,6 +202,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         "train": tcfg,
         "ocrank_version": env!("CARGO_PKG_VERSION"),
     });
+    if !args.heldout_pools.is_empty() {
+        // Only when given, so that runs from before this flag still resume.
+        settings["heldout_pools"] = json!(args
+            .heldout_pools
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>());
+    }
     args.model.fingerprint(&mut settings)?;
 
     let mut engine = args.model.load()?;
@@ -184,7 +221,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         "{} training windows from {} queries ({} held out); {} steps of {} ({} view(s) per step)",
         trainer.examples.len(),
         pools.len(),
-        args.split.heldout_fraction,
+        n_queries - pools.len(),
         args.steps,
         args.objective,
         trainer.cfg.views()
