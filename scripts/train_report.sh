@@ -6,8 +6,10 @@
 # off-the-shelf model. Every step is resumable: rerun after an interruption.
 #
 #   scripts/train_report.sh                      # the scaled CPU pilot
-#   STEPS=300 LR=2e-4 MAX_CHARS=600 QUERIES=43 PERMS=10 \
+#   STEPS=300 LR=2e-4 MAX_CHARS=600 QUERIES=43 PERMS=10 SPLIT_DL21_ONLY=1 \
 #     OBJECTIVES="single-order perm-aug oc-sft" scripts/train_report.sh   # the full protocol
+# SPLIT_DL21_ONLY=1 holds queries out of DL21 only (DL22 has no qrels to
+# select on, so all of it trains); the pilot split both files.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${OCRANK:-target/release/ocrank}
@@ -23,6 +25,8 @@ WARMUP=$(( STEPS / 5 ))
 EVERY=$(( STEPS / 4 ))
 SCORER=(--width 10 --max-chars "$MAX_CHARS" --template compact)
 RUNS=runs/train
+SPLIT=()
+[ "${SPLIT_DL21_ONLY:-0}" = 1 ] && SPLIT=(--heldout-pools "$D/dl21/bm25-top100.json")
 
 mkdir -p "$RUNS" "$OUT"
 [ -f "$RUNS/labels-minilm.jsonl" ] || "$BIN" label --teacher embedding \
@@ -35,7 +39,7 @@ for obj in $OBJECTIVES; do
     "$BIN" train --pools "$D/dl21/bm25-top100.json" "$D/dl22/bm25-top100.json" \
         --labels "$RUNS/labels-minilm.jsonl" --depth 20 "${SCORER[@]}" \
         --objective "$obj" --steps "$STEPS" --lr "$LR" --lambda 5 --lambda-warmup "$WARMUP" \
-        --checkpoint-every "$EVERY" --out "$RUNS/$obj-s$STEPS-c$MAX_CHARS-lr$LR"
+        --checkpoint-every "$EVERY" "${SPLIT[@]}" --out "$RUNS/$obj-s$STEPS-c$MAX_CHARS-lr$LR"
     mkdir -p "$OUT/train-$obj"
     cp "$RUNS/$obj-s$STEPS-c$MAX_CHARS-lr$LR/train.json" "$RUNS/$obj-s$STEPS-c$MAX_CHARS-lr$LR/log.jsonl" "$OUT/train-$obj/"
 done
