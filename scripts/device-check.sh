@@ -37,7 +37,8 @@ for p in sys.path:
 print(":".join(dict.fromkeys(dirs)))
 PY
 )"
-for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
+for d in /usr/local/nvidia/lib64 /usr/local/nvidia/lib /usr/local/cuda/lib64 \
+    /usr/local/cuda/targets/x86_64-linux/lib; do
     [ -d "$d" ] && libdirs="${libdirs:+$libdirs:}$d"
 done
 export LD_LIBRARY_PATH="${libdirs:+$libdirs:}${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$(pwd)/$b/lib"
