@@ -60,7 +60,7 @@ cp ../shared/data/msmarco/dl19/bm25-top100.json "$b/dl19-bm25-top100.json"
 {
     echo "commit: $(git rev-parse HEAD)$(git diff --quiet HEAD || echo ' (with uncommitted changes)')"
     echo "built: $(date -u +%FT%TZ) by scripts/device-bundle.sh"
-    echo "cargo build --release --features cuda -p ocrank (CUDA_COMPUTE_CAP=$CUDA_COMPUTE_CAP, nvcc $(nvcc --version | grep -o 'release [0-9.]*'))"
+    echo "cargo test --release --no-run -p ocrank-engine -p ocrank --features ocrank-engine/cuda,ocrank/cuda (CUDA_COMPUTE_CAP=$CUDA_COMPUTE_CAP, nvcc $(nvcc --version | grep -o 'release [0-9.]*'))"
     (cd "$b" && find . -type f ! -name MANIFEST | sort | xargs sha256sum)
 } > "$b/MANIFEST"
 du -sh "$b"

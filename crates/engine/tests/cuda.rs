@@ -268,10 +268,25 @@ fn lora_gradients_on_the_gpu_match_the_cpu_and_reach_every_tensor() {
             "adapter names: {:?}",
             a.keys().take(3).collect::<Vec<_>>()
         );
-        assert_eq!(
-            a[name], b[name],
-            "{arch:?}: GPU dropout is not reproducible"
+        // (A tolerance, not equality: GPU reductions may sum in another order.)
+        let rel = |x: &[f32], y: &[f32]| {
+            let d: f32 = x
+                .iter()
+                .zip(y)
+                .map(|(p, q)| (p - q) * (p - q))
+                .sum::<f32>()
+                .sqrt();
+            d / x.iter().map(|p| p * p).sum::<f32>().sqrt().max(1e-30)
+        };
+        let same = rel(&a[name], &b[name]);
+        assert!(
+            same < 1e-5,
+            "{arch:?}: GPU dropout is not reproducible ({same})"
         );
-        assert_ne!(a[name], c[name], "{arch:?}: GPU dropout ignores its key");
+        let other = rel(&a[name], &c[name]);
+        assert!(
+            other > 1e-3,
+            "{arch:?}: GPU dropout ignores its key ({other})"
+        );
     }
 }
