@@ -15,11 +15,11 @@ use crate::error::Result;
 
 struct FrozenMatmul;
 
+/// Batch, rows, columns and inner size of a matmul, as candle's backends take them.
+type Bmnk = (usize, usize, usize, usize);
+
 /// `(bmnk, layout of W^T, output shape)` for `x: [n, in]`, `W: [out, in]`.
-fn plan(
-    lx: &Layout,
-    lw: &Layout,
-) -> candle_core::Result<((usize, usize, usize, usize), Layout, Shape)> {
+fn plan(lx: &Layout, lw: &Layout) -> candle_core::Result<(Bmnk, Layout, Shape)> {
     let (n, k) = lx.shape().dims2()?;
     let (out, kw) = lw.shape().dims2()?;
     if k != kw {

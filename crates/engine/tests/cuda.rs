@@ -132,7 +132,9 @@ fn forwards_on_the_gpu_match_the_cpu() {
 #[test]
 fn packed_forwards_on_the_gpu_match_the_cpu() {
     let dev = gpu();
-    let seqs: Vec<(Vec<u32>, Vec<u32>, MaskLayout, Vec<usize>)> = (0..5)
+    // tokens, positions, layout, readout rows
+    type Seq = (Vec<u32>, Vec<u32>, MaskLayout, Vec<usize>);
+    let seqs: Vec<Seq> = (0..5)
         .map(|i| {
             let n = 20 + 7 * i;
             let mut mask = MaskLayout::causal(n);
