@@ -2,7 +2,11 @@
 # Build here what the GPU machine runs, and gather it in .cache/device-bundle/
 # (git-ignored; the device call carries it: carry [".cache/device-bundle"]).
 #
-#   scripts/device-bundle.sh
+#   scripts/device-bundle.sh           the device check (scripts/device-check.sh)
+#   scripts/device-bundle.sh --train   also the training comparison
+#                                      (scripts/device-train.sh): .cache/device-train/
+#                                      and the model in two halves,
+#                                      .cache/device-model-{1,2}/part
 #
 # The bundle holds:
 #   ocrank.gz           release build with --features cuda, stripped and
@@ -20,6 +24,13 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 root="$(pwd)"
+train=0
+for arg in "$@"; do
+    case "$arg" in
+        --train) train=1 ;;
+        *) echo "device-bundle: unknown argument '$arg'" >&2; exit 2 ;;
+    esac
+done
 # shellcheck source=scripts/cuda-env.sh
 source scripts/cuda-env.sh
 # One cargo invocation builds the binary and the CUDA tests: two invocations
@@ -67,3 +78,32 @@ du -sh "$b"
 size=$(du -sm "$b" | cut -f1)
 [ "$size" -lt 60 ] || { echo "device-bundle: $size MiB is too large to carry (64 MiB with the tree)" >&2; exit 1; }
 echo "device-bundle: ready in .cache/device-bundle ($size MiB)"
+
+[ "$train" = 1 ] || exit 0
+# The training comparison: binary, data, labels (made here: the GPU machine
+# has no MiniLM), and the model in two halves of under 64 MiB each.
+t="$root/.cache/device-train"
+rm -rf "$t" "$root/.cache/device-model-1" "$root/.cache/device-model-2"
+mkdir -p "$t/lib" "$root/.cache/device-model-1" "$root/.cache/device-model-2"
+cp "$b/ocrank.gz" "$b/MANIFEST" "$t/"
+cp "$b/lib/libcudart.so.13" "$t/lib/"
+for set in dl19 dl21 dl22; do
+    mkdir -p "$t/msmarco/$set"
+    for f in bm25-top100.json qrels.txt; do
+        [ -f "../shared/data/msmarco/$set/$f" ] && cp "../shared/data/msmarco/$set/$f" "$t/msmarco/$set/"
+    done
+done
+D=../shared/data/msmarco
+labels=runs/train/labels-minilm.jsonl
+[ -f "$labels" ] || cargo run --quiet --release -p ocrank -- label --teacher embedding \
+    --pools "$D/dl21/bm25-top100.json" "$D/dl22/bm25-top100.json" --depth 20 \
+    --calibration-pools "$D/dl21/bm25-top100.json" --calibration-qrels "$D/dl21/qrels.txt" \
+    --out "$labels"
+cp "$labels" "$t/labels-minilm.jsonl"
+model=models/SmolLM2-135M-Instruct.Q4_1.gguf
+(cd models && sha256sum SmolLM2-135M-Instruct.Q4_1.gguf) > "$t/model.sha256"
+half=$(( ($(stat -c %s "$model") + 1) / 2 ))
+head -c "$half" "$model" > "$root/.cache/device-model-1/part"
+tail -c +"$(( half + 1 ))" "$model" > "$root/.cache/device-model-2/part"
+du -sh "$t" "$root/.cache/device-model-1" "$root/.cache/device-model-2"
+echo "device-bundle: training bundle ready (three calls: see scripts/device-train.sh)"

@@ -10,6 +10,12 @@
 #     OBJECTIVES="single-order perm-aug oc-sft" scripts/train_report.sh   # the full protocol
 # SPLIT_DL21_ONLY=1 holds queries out of DL21 only (DL22 has no qrels to
 # select on, so all of it trains); the pilot split both files.
+# SELECT=1 picks each run's checkpoint on the held-out DL21 queries
+# (`ocrank select`, nDCG@10 over SELECT_PERMS orders) and audits that one;
+# the pilot audits the final adapters.
+# MODEL_ARGS is passed to every command that loads the model (e.g.
+# "--device cuda"); LABELS names a labels file made elsewhere (the GPU
+# machine has no MiniLM).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${OCRANK:-target/release/ocrank}
@@ -24,20 +30,22 @@ OBJECTIVES=${OBJECTIVES:-single-order oc-sft}
 WARMUP=$(( STEPS / 5 ))
 EVERY=$(( STEPS / 4 ))
 SCORER=(--width 10 --max-chars "$MAX_CHARS" --template compact)
-RUNS=runs/train
+RUNS=${RUNS:-runs/train}
+read -r -a MODEL <<< "${MODEL_ARGS:-}"
+LABELS=${LABELS:-$RUNS/labels-minilm.jsonl}
 SPLIT=()
 [ "${SPLIT_DL21_ONLY:-0}" = 1 ] && SPLIT=(--heldout-pools "$D/dl21/bm25-top100.json")
 
 mkdir -p "$RUNS" "$OUT"
-[ -f "$RUNS/labels-minilm.jsonl" ] || "$BIN" label --teacher embedding \
+[ -f "$LABELS" ] || "$BIN" label --teacher embedding \
     --pools "$D/dl21/bm25-top100.json" "$D/dl22/bm25-top100.json" --depth 20 \
     --calibration-pools "$D/dl21/bm25-top100.json" --calibration-qrels "$D/dl21/qrels.txt" \
-    --out "$RUNS/labels-minilm.jsonl"
+    --out "$LABELS"
 
 for obj in $OBJECTIVES; do
     echo "== train $obj"
     "$BIN" train --pools "$D/dl21/bm25-top100.json" "$D/dl22/bm25-top100.json" \
-        --labels "$RUNS/labels-minilm.jsonl" --depth 20 "${SCORER[@]}" \
+        --labels "$LABELS" --depth 20 "${SCORER[@]}" "${MODEL[@]}" \
         --objective "$obj" --steps "$STEPS" --lr "$LR" --lambda 5 --lambda-warmup "$WARMUP" \
         --checkpoint-every "$EVERY" "${SPLIT[@]}" --out "$RUNS/$obj-s$STEPS-c$MAX_CHARS-lr$LR"
     mkdir -p "$OUT/train-$obj"
@@ -46,12 +54,23 @@ done
 
 audit() { name=$1; shift; echo "== audit $name"; "$BIN" audit \
     --pools "$D/dl19/bm25-top100.json" --qrels "$D/dl19/qrels.txt" \
-    --queries "$QUERIES" --depth 20 "${SCORER[@]}" --permutations "$PERMS" \
+    --queries "$QUERIES" --depth 20 "${SCORER[@]}" "${MODEL[@]}" --permutations "$PERMS" \
     "$@" --out "$OUT/$name"; }
 audit off-the-shelf
 dirs=("$OUT/off-the-shelf")
 for obj in $OBJECTIVES; do
-    audit "$obj" --adapter "$RUNS/$obj-s$STEPS-c$MAX_CHARS-lr$LR/adapter"
+    run="$RUNS/$obj-s$STEPS-c$MAX_CHARS-lr$LR"
+    adapter="$run/adapter"
+    if [ "${SELECT:-0}" = 1 ]; then
+        echo "== select $obj"
+        "$BIN" select --runs "$run" --pools "$D/dl21/bm25-top100.json" \
+            --qrels "$D/dl21/qrels.txt" --depth 20 --permutations "${SELECT_PERMS:-3}" \
+            --every "$EVERY" "${MODEL[@]}" --out "$run/selection.json"
+        adapter="$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["selected"]["adapter"])' "$run/selection.json")"
+        mkdir -p "$OUT/train-$obj"
+        cp "$run/selection.json" "$run/selection.md" "$OUT/train-$obj/"
+    fi
+    audit "$obj" --adapter "$adapter"
     dirs+=("$OUT/$obj")
 done
 "$BIN" compare "${dirs[@]}" \
