@@ -46,7 +46,9 @@ for line in open(sys.argv[1]):
     m = json.loads(line)
     t = m.get("target", {})
     if m.get("reason") == "compiler-artifact" and m.get("executable"):
-        if t.get("kind") == ["bin"] and t.get("name") == "ocrank":
+        # (`cargo test` also builds the binary's own unit-test harness, a
+        # "bin" target too: the binary is the one not built as a test.)
+        if t.get("kind") == ["bin"] and t.get("name") == "ocrank" and not m["profile"]["test"]:
             found["bin"] = m["executable"]
         elif t.get("kind") == ["test"] and t.get("name") == "cuda":
             found["tests"] = m["executable"]
@@ -54,6 +56,8 @@ print(found.get("bin", "-"), found.get("tests", "-"))
 PY
 )
 [ -x "$bin" ] && [ -x "$tests" ] || { echo "device-bundle: the binary or the CUDA tests were not built" >&2; exit 1; }
+grep -q "Check and time the engine on a device" "$bin" ||
+    { echo "device-bundle: $bin is not the ocrank command line" >&2; exit 1; }
 
 b="$root/.cache/device-bundle"
 rm -rf "$b"
