@@ -138,6 +138,27 @@ pub struct ForwardInput<'a> {
     pub dropout: Option<u64>,
 }
 
+impl<'a> ForwardInput<'a> {
+    /// A whole sequence in one forward: no cached prefix, no cache kept, no
+    /// dropout.
+    pub fn whole(
+        tokens: &'a [u32],
+        positions: &'a [u32],
+        mask: &'a MaskLayout,
+        readout: &'a [usize],
+    ) -> Self {
+        ForwardInput {
+            tokens,
+            positions,
+            mask,
+            prefix: None,
+            readout,
+            keep_cache: false,
+            dropout: None,
+        }
+    }
+}
+
 #[derive(Debug)]
 pub struct ForwardOutput {
     /// `[readout.len(), vocab]`, f32.

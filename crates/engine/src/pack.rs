@@ -62,15 +62,7 @@ pub fn pack(inputs: &[ForwardInput]) -> Result<Packed> {
 
 impl Packed {
     pub fn input(&self) -> ForwardInput<'_> {
-        ForwardInput {
-            tokens: &self.tokens,
-            positions: &self.positions,
-            mask: &self.mask,
-            prefix: None,
-            readout: &self.readout,
-            keep_cache: false,
-            dropout: None,
-        }
+        ForwardInput::whole(&self.tokens, &self.positions, &self.mask, &self.readout)
     }
 
     /// Splits the packed readout logits `[sum of readouts, vocab]` back into

@@ -124,15 +124,7 @@ impl Sequence {
     }
 
     pub fn forward_input(&self) -> ForwardInput<'_> {
-        ForwardInput {
-            tokens: &self.tokens,
-            positions: &self.positions,
-            mask: &self.mask,
-            prefix: None,
-            readout: &self.readout,
-            keep_cache: false,
-            dropout: None,
-        }
+        ForwardInput::whole(&self.tokens, &self.positions, &self.mask, &self.readout)
     }
 }
 

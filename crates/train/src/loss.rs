@@ -68,13 +68,8 @@ pub struct WindowInput {
 impl WindowInput {
     pub fn forward_input(&self, dropout: Option<u64>) -> ForwardInput<'_> {
         ForwardInput {
-            tokens: &self.tokens,
-            positions: &self.positions,
-            mask: &self.mask,
-            prefix: None,
-            readout: &self.readout,
-            keep_cache: false,
             dropout,
+            ..ForwardInput::whole(&self.tokens, &self.positions, &self.mask, &self.readout)
         }
     }
 }
