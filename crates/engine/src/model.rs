@@ -159,6 +159,23 @@ impl<'a> ForwardInput<'a> {
     }
 }
 
+impl ForwardInput<'_> {
+    /// One position, block id and hidden flag per token; `what` names the
+    /// input in the error.
+    pub(crate) fn check_lengths(&self, what: &str) -> Result<()> {
+        let n = self.tokens.len();
+        if self.positions.len() != n || self.mask.block.len() != n || self.mask.hidden.len() != n {
+            return Err(Error::Input(format!(
+                "{what}: {n} tokens but {} positions, {} block ids, {} hidden flags",
+                self.positions.len(),
+                self.mask.block.len(),
+                self.mask.hidden.len()
+            )));
+        }
+        Ok(())
+    }
+}
+
 #[derive(Debug)]
 pub struct ForwardOutput {
     /// `[readout.len(), vocab]`, f32.
@@ -472,15 +489,7 @@ impl Decoder {
         if n == 0 {
             return Err(Error::Input("forward of zero tokens".into()));
         }
-        if input.positions.len() != n || input.mask.block.len() != n || input.mask.hidden.len() != n
-        {
-            return Err(Error::Input(format!(
-                "forward: {n} tokens but {} positions, {} block ids, {} hidden flags",
-                input.positions.len(),
-                input.mask.block.len(),
-                input.mask.hidden.len()
-            )));
-        }
+        input.check_lengths("forward")?;
         let max_pos = *input.positions.iter().max().unwrap_or(&0) as usize;
         // Positions, not the token count, must fit the context: packed or
         // invariant blocks restart theirs.

@@ -32,16 +32,7 @@ pub fn pack(inputs: &[ForwardInput]) -> Result<Packed> {
                 "packed input {i}: packing takes forwards without a cached prefix, kept cache or dropout"
             )));
         }
-        let n = input.tokens.len();
-        if input.positions.len() != n || input.mask.block.len() != n || input.mask.hidden.len() != n
-        {
-            return Err(Error::Input(format!(
-                "packed input {i}: {n} tokens but {} positions, {} block ids, {} hidden flags",
-                input.positions.len(),
-                input.mask.block.len(),
-                input.mask.hidden.len()
-            )));
-        }
+        input.check_lengths(&format!("packed input {i}"))?;
         let offset = p.tokens.len();
         let mut ids = std::collections::HashMap::new();
         for &b in &input.mask.block {
