@@ -13,6 +13,7 @@
 # SELECT=1 picks each run's checkpoint on the held-out DL21 queries
 # (`ocrank select`, nDCG@10 over SELECT_PERMS orders) and audits that one;
 # the pilot audits the final adapters.
+# WINDOWS (default 1) is --windows-per-step: windows averaged per update.
 # MODEL_ARGS is passed to every command that loads the model (e.g.
 # "--device cuda"); LABELS names a labels file made elsewhere (the GPU
 # machine has no MiniLM).
@@ -27,10 +28,15 @@ MAX_CHARS=${MAX_CHARS:-300}
 QUERIES=${QUERIES:-6}
 PERMS=${PERMS:-3}
 OBJECTIVES=${OBJECTIVES:-single-order oc-sft}
+WINDOWS=${WINDOWS:-1}
 WARMUP=$(( STEPS / 5 ))
 EVERY=$(( STEPS / 4 ))
 SCORER=(--width 10 --max-chars "$MAX_CHARS" --template compact)
 RUNS=${RUNS:-runs/train}
+# Run directories: one per objective and setting (the window count only
+# when it is not 1, so that earlier runs keep their names).
+TAG="s$STEPS-c$MAX_CHARS-lr$LR"
+[ "$WINDOWS" = 1 ] || TAG="$TAG-w$WINDOWS"
 read -r -a MODEL <<< "${MODEL_ARGS:-}"
 LABELS=${LABELS:-$RUNS/labels-minilm.jsonl}
 SPLIT=()
@@ -47,9 +53,9 @@ for obj in $OBJECTIVES; do
     "$BIN" train --pools "$D/dl21/bm25-top100.json" "$D/dl22/bm25-top100.json" \
         --labels "$LABELS" --depth 20 "${SCORER[@]}" "${MODEL[@]}" \
         --objective "$obj" --steps "$STEPS" --lr "$LR" --lambda 5 --lambda-warmup "$WARMUP" \
-        --checkpoint-every "$EVERY" "${SPLIT[@]}" --out "$RUNS/$obj-s$STEPS-c$MAX_CHARS-lr$LR"
+        --checkpoint-every "$EVERY" --windows-per-step "$WINDOWS" "${SPLIT[@]}" --out "$RUNS/$obj-$TAG"
     mkdir -p "$OUT/train-$obj"
-    cp "$RUNS/$obj-s$STEPS-c$MAX_CHARS-lr$LR/train.json" "$RUNS/$obj-s$STEPS-c$MAX_CHARS-lr$LR/log.jsonl" "$OUT/train-$obj/"
+    cp "$RUNS/$obj-$TAG/train.json" "$RUNS/$obj-$TAG/log.jsonl" "$OUT/train-$obj/"
 done
 
 audit() { name=$1; shift; echo "== audit $name"; "$BIN" audit \
@@ -59,7 +65,7 @@ audit() { name=$1; shift; echo "== audit $name"; "$BIN" audit \
 audit off-the-shelf
 dirs=("$OUT/off-the-shelf")
 for obj in $OBJECTIVES; do
-    run="$RUNS/$obj-s$STEPS-c$MAX_CHARS-lr$LR"
+    run="$RUNS/$obj-$TAG"
     adapter="$run/adapter"
     if [ "${SELECT:-0}" = 1 ]; then
         echo "== select $obj"

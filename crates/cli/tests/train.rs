@@ -177,8 +177,34 @@ fn label_train_kill_resume_select_and_audit_with_the_adapter() {
         !out.status.success() && err.contains("not one of the --pools files"),
         "{err}"
     );
+    let out = heldout(&[DL21], DL21, &tmp.path().join("x"))
+        .args(["--windows-per-step", "0"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("--windows-per-step must be at least 1"),
+        "{err}"
+    );
+    // This run also accumulates two windows per update.
     let split = tmp.path().join("split");
-    ok(heldout(&[DL21], DL21, &split));
+    let mut c = heldout(&[DL21], DL21, &split);
+    c.args(["--windows-per-step", "2"]);
+    ok(c);
+    let log: serde_json::Value = serde_json::from_str(
+        std::fs::read_to_string(split.join("log.jsonl"))
+            .unwrap()
+            .trim(),
+    )
+    .unwrap();
+    assert_eq!(
+        log["examples"].as_array().map(|a| a.len()),
+        Some(2),
+        "{log}"
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(split.join("train.json")).unwrap()).unwrap();
+    assert_eq!(doc["settings"]["train"]["windows_per_step"], 2);
     let copy = tmp.path().join("dl21-copy.json");
     std::fs::copy(root().join(DL21), &copy).unwrap();
     let out = ocrank(&[

@@ -58,6 +58,20 @@ pub struct TrainConfig {
     pub ema: Option<EmaConfig>,
     /// Weight of KL(base || student) over the grade distributions of view A.
     pub kl_base: Option<f64>,
+    /// Windows per optimizer update (gradient accumulation): the step's loss
+    /// and gradient are the mean over this many windows, each with its own
+    /// views and dropout. Left out of the settings when 1, so that runs from
+    /// before this field still resume.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub windows_per_step: usize,
+}
+
+fn one() -> usize {
+    1
+}
+
+fn is_one(n: &usize) -> bool {
+    *n == 1
 }
 
 impl TrainConfig {
@@ -92,8 +106,11 @@ pub struct StepLog {
     pub grad_norm: f64,
     pub seconds: f64,
     pub qid: String,
-    /// Index of the training window.
+    /// Index of the training window (the first one with several windows per step).
     pub example: usize,
+    /// Every window of the step, when it has more than one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub examples: Vec<usize>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -112,8 +129,9 @@ pub struct StepPlan {
     pub view_b: Option<Vec<usize>>,
 }
 
-/// The training window of 0-based step `step`: epochs visit every example
-/// once, each in its own seeded order.
+/// The training window of 0-based window index `step` (optimizer step times
+/// windows per step, plus the window's place in its step): epochs visit
+/// every example once, each in its own seeded order.
 pub fn example_at(seed: u64, n_examples: usize, step: usize) -> usize {
     let epoch = step / n_examples;
     let order = ocrank_plan::permutation(seed, "ocrank-train/epoch", n_examples, epoch + 1);
@@ -124,6 +142,7 @@ fn seeded_order(seed: u64, what: &str, step: usize, n: usize) -> Vec<usize> {
     ocrank_plan::permutation(seed, &format!("ocrank-train/{what}/{step}"), n, 1)
 }
 
+/// The window and views of 0-based window index `step` (see [`example_at`]).
 pub fn plan_step(cfg: &TrainConfig, examples: &[Example], step: usize) -> StepPlan {
     let example = example_at(cfg.seed, examples.len(), step);
     let n = examples[example].ids.len();
@@ -243,10 +262,53 @@ impl<'a> Trainer<'a> {
         Some(h.wrapping_mul(0xBF58_476D_1CE4_E5B9) ^ view)
     }
 
-    /// The loss of 0-based step `step` and the gradients of every LoRA
-    /// variable (layer-checkpointed backward), without updating anything.
-    pub fn loss_and_grads(&mut self, step: usize) -> Result<(StepPlan, StepOutput, Grads)> {
-        let plan = plan_step(&self.cfg, &self.examples, step);
+    /// The loss of 0-based optimizer step `step` and the gradients of every
+    /// LoRA variable (layer-checkpointed backward), without updating
+    /// anything: the mean over the step's `windows_per_step` windows.
+    pub fn loss_and_grads(&mut self, step: usize) -> Result<(Vec<StepPlan>, StepOutput, Grads)> {
+        let k = self.cfg.windows_per_step.max(1);
+        let mut grads = Grads::new();
+        let mut plans = Vec::with_capacity(k);
+        let (mut supervised, mut consistency, mut regulariser) = (0.0, 0.0, 0.0);
+        let mut total: Option<Tensor> = None;
+        for j in 0..k {
+            let (plan, out) = self.window_loss_and_grads(step, step * k + j, k, &mut grads)?;
+            supervised += out.loss.supervised / k as f64;
+            consistency += out.loss.consistency / k as f64;
+            regulariser += out.regulariser / k as f64;
+            let t = (out.total / k as f64)?;
+            total = Some(match total {
+                None => t,
+                Some(sum) => (sum + t)?,
+            });
+            plans.push(plan);
+        }
+        let total = total.expect("at least one window per step");
+        Ok((
+            plans,
+            StepOutput {
+                loss: crate::loss::Loss {
+                    total: total.clone(),
+                    supervised,
+                    consistency,
+                },
+                regulariser,
+                total,
+            },
+            grads,
+        ))
+    }
+
+    /// One window of optimizer step `step` (window index `window`): its
+    /// loss, and its gradients divided by `k` added into `grads`.
+    fn window_loss_and_grads(
+        &mut self,
+        step: usize,
+        window: usize,
+        k: usize,
+        grads: &mut Grads,
+    ) -> Result<(StepPlan, StepOutput)> {
+        let plan = plan_step(&self.cfg, &self.examples, window);
         let q = self.query(plan.example)?;
         let ex = &self.examples[plan.example];
         let d = &self.scorer.engine.decoder;
@@ -254,10 +316,10 @@ impl<'a> Trainer<'a> {
 
         // Views that carry gradients: A always, B for OC-SFT.
         let mut views: Vec<(&[usize], Option<u64>)> =
-            vec![(&plan.view_a, self.dropout_key(step, 1))];
+            vec![(&plan.view_a, self.dropout_key(window, 1))];
         if self.cfg.objective == Objective::OcSft {
             let b = plan.view_b.as_deref().expect("OC-SFT plans a view B");
-            views.push((b, self.dropout_key(step, 2)));
+            views.push((b, self.dropout_key(window, 2)));
         }
         let mut runs = Vec::new();
         let mut tops = Vec::new();
@@ -314,14 +376,17 @@ impl<'a> Trainer<'a> {
             regulariser += kl.to_dtype(DType::F64)?.to_scalar::<f64>()?;
             total = (total + (kl * w)?)?;
         }
-        let top_grads = total.backward()?;
+        let top_grads = if k == 1 {
+            total.backward()?
+        } else {
+            (&total / k as f64)?.backward()?
+        };
         let vars = d.lora_vars();
-        let mut grads = Grads::new();
         for (run, top) in runs.iter().zip(&tops) {
             // No gradient: the view does not enter the loss at this step
             // (view B while lambda is still 0 in its warm-up).
             if let Some(g) = top_grads.get(top.as_tensor()) {
-                run.backward(d, &vars, g, &mut grads)?;
+                run.backward(d, &vars, g, grads)?;
             }
         }
         Ok((
@@ -331,7 +396,6 @@ impl<'a> Trainer<'a> {
                 regulariser,
                 total: total.detach(),
             },
-            grads,
         ))
     }
 
@@ -339,7 +403,7 @@ impl<'a> Trainer<'a> {
     pub fn train_step(&mut self) -> Result<StepLog> {
         let start = Instant::now();
         let step = self.step;
-        let (plan, out, grads) = self.loss_and_grads(step)?;
+        let (plans, out, grads) = self.loss_and_grads(step)?;
         let lr = self.schedule.lr(step);
         let info = self.opt.step(&grads, lr)?;
         if let (Some(cfg), Some(ema)) = (self.cfg.ema, self.ema.as_mut()) {
@@ -356,12 +420,22 @@ impl<'a> Trainer<'a> {
             supervised: out.loss.supervised,
             consistency: out.loss.consistency,
             regulariser: out.regulariser,
-            lambda: self.cfg.lambda_at(step),
+            // The weight in use: objectives without a view B have none.
+            lambda: if self.cfg.views() == 2 {
+                self.cfg.lambda_at(step)
+            } else {
+                0.0
+            },
             lr: info.lr,
             grad_norm: info.grad_norm,
             seconds: start.elapsed().as_secs_f64(),
-            qid: self.examples[plan.example].qid.clone(),
-            example: plan.example,
+            qid: self.examples[plans[0].example].qid.clone(),
+            example: plans[0].example,
+            examples: if plans.len() > 1 {
+                plans.iter().map(|p| p.example).collect()
+            } else {
+                Vec::new()
+            },
         })
     }
 

@@ -80,6 +80,7 @@ fn train_config(objective: Objective, lora: LoraConfig) -> TrainConfig {
         checkpoint_every: 2,
         ema: None,
         kl_base: None,
+        windows_per_step: 1,
     }
 }
 
@@ -301,6 +302,76 @@ fn every_lora_tensor_gets_a_nonzero_gradient() {
         assert!(
             norm > 0.0 && norm.is_finite(),
             "{name}: gradient norm {norm}"
+        );
+    }
+}
+
+/// A second window (another query) for gradient accumulation.
+fn other_example() -> Example {
+    Example {
+        qid: "q2".into(),
+        query: "who painted the mona lisa".into(),
+        ids: ["e1", "e2", "e3", "e4"].map(String::from).to_vec(),
+        texts: vec![
+            "The Louvre holds many paintings.".into(),
+            "Leonardo da Vinci painted the Mona Lisa in the 16th century.".into(),
+            "Rice is a staple food in Asia.".into(),
+            "The Mona Lisa is a portrait of Lisa Gherardini.".into(),
+        ],
+        labels: vec![1.0, 3.0, 0.0, 2.0],
+    }
+}
+
+/// `--windows-per-step 2`: the step's gradient is the mean of the gradients
+/// of windows 0 and 1 trained one per step (same windows, views and dropout
+/// masks), and its loss the mean of their losses.
+#[test]
+fn accumulated_gradient_is_the_mean_over_windows() {
+    let lora = LoraConfig::default();
+    let e = engine(DType::F32, &lora);
+    perturb_b(&e.decoder);
+    let scorer = Scorer::new(&e, score_config()).unwrap();
+    let examples = vec![example(), other_example()];
+    let single = train_config(Objective::OcSft, lora.clone());
+    let mut t1 = Trainer::new(&scorer, examples.clone(), single.clone()).unwrap();
+    let (p0, o0, g0) = t1.loss_and_grads(0).unwrap();
+    let (p1, o1, g1) = t1.loss_and_grads(1).unwrap();
+    assert_ne!(p0[0].example, p1[0].example, "two different windows");
+    let mut acc = single;
+    acc.windows_per_step = 2;
+    let mut t2 = Trainer::new(&scorer, examples, acc).unwrap();
+    let (plans, out, g) = t2.loss_and_grads(0).unwrap();
+    assert_eq!(plans, vec![p0[0].clone(), p1[0].clone()]);
+    let scalar = |t: &Tensor| t.to_scalar::<f32>().unwrap() as f64;
+    let mean_loss = (scalar(&o0.total) + scalar(&o1.total)) / 2.0;
+    assert!((scalar(&out.total) - mean_loss).abs() < 1e-6);
+    assert!((out.loss.supervised - (o0.loss.supervised + o1.loss.supervised) / 2.0).abs() < 1e-9);
+    let vars = e.decoder.lora_vars();
+    assert!(!vars.is_empty());
+    for (name, v) in vars {
+        let want = ((g0.get(&v.id()).unwrap() + g1.get(&v.id()).unwrap()).unwrap() * 0.5).unwrap();
+        let got = g
+            .get(&v.id())
+            .unwrap_or_else(|| panic!("{name}: no gradient"));
+        let diff = (got - &want)
+            .unwrap()
+            .abs()
+            .unwrap()
+            .max_all()
+            .unwrap()
+            .to_scalar::<f32>()
+            .unwrap();
+        let scale = want
+            .abs()
+            .unwrap()
+            .max_all()
+            .unwrap()
+            .to_scalar::<f32>()
+            .unwrap();
+        assert!(scale > 0.0, "{name}: zero gradient");
+        assert!(
+            diff <= 1e-5 * scale.max(1e-3),
+            "{name}: accumulated {diff} off (scale {scale})"
         );
     }
 }

@@ -453,6 +453,7 @@ fn training(
                     checkpoint_every: usize::MAX,
                     ema: None,
                     kl_base: None,
+                    windows_per_step: 1,
                 },
             )
         })

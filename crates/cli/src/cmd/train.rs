@@ -65,8 +65,14 @@ pub struct Args {
     pub data: TrainData,
     #[arg(long, default_value = "oc-sft")]
     pub objective: Objective,
+    /// Optimizer updates.
     #[arg(long, default_value_t = 300)]
     pub steps: usize,
+    /// Windows per update (gradient accumulation): each update averages the
+    /// loss and gradient of this many windows, so a run sees steps x this
+    /// many windows. Memory stays that of one window.
+    #[arg(long, default_value_t = 1)]
+    pub windows_per_step: usize,
     /// OC-SFT consistency weight lambda.
     #[arg(long, default_value_t = 5.0)]
     pub lambda: f64,
@@ -157,6 +163,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 ))
         })
         .collect();
+    anyhow::ensure!(
+        args.windows_per_step >= 1,
+        "--windows-per-step must be at least 1"
+    );
     let cfg = args.scorer.config();
     anyhow::ensure!(
         cfg.mode == ocrank_score::Mode::Batched,
@@ -189,6 +199,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             weight: args.ema_weight,
         }),
         kl_base: args.kl_base,
+        windows_per_step: args.windows_per_step,
     };
     let pools_sha = sha256_files(&args.data.pools)?;
     let mut settings = json!({
@@ -218,12 +229,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let scorer = Scorer::new(&engine, cfg)?;
     let mut trainer = Trainer::new(&scorer, examples, tcfg)?;
     eprintln!(
-        "{} training windows from {} queries ({} held out); {} steps of {} ({} view(s) per step)",
+        "{} training windows from {} queries ({} held out); {} steps of {} ({} window(s) of {} view(s) per step)",
         trainer.examples.len(),
         pools.len(),
         n_queries - pools.len(),
         args.steps,
         args.objective,
+        args.windows_per_step,
         trainer.cfg.views()
     );
     let bar = progress_bar(args.steps as u64, "steps");

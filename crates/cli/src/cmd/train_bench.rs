@@ -77,6 +77,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 checkpoint_every: usize::MAX,
                 ema: None,
                 kl_base: None,
+                windows_per_step: 1,
             };
             Trainer::new(&scorer, examples.clone(), tcfg)
         })
