@@ -205,6 +205,8 @@ fn label_train_kill_resume_select_and_audit_with_the_adapter() {
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(split.join("train.json")).unwrap()).unwrap();
     assert_eq!(doc["settings"]["train"]["windows_per_step"], 2);
+    assert!(log["constant"].as_f64().unwrap() > 0.0, "{log}");
+    assert!(doc["supervised_over_constant_last_50"].as_f64().unwrap() > 0.0);
     let copy = tmp.path().join("dl21-copy.json");
     std::fs::copy(root().join(DL21), &copy).unwrap();
     let out = ocrank(&[

@@ -99,6 +99,11 @@ pub struct StepLog {
     pub step: usize,
     pub loss: f64,
     pub supervised: f64,
+    /// The supervised loss the best constant score (the mean training label)
+    /// would have on the same windows: `supervised` below it means the
+    /// scorer ranks by content, not only by the label mean.
+    #[serde(default)]
+    pub constant: f64,
     pub consistency: f64,
     pub regulariser: f64,
     pub lambda: f64,
@@ -187,11 +192,15 @@ pub struct Trainer<'a> {
     queries: HashMap<String, QueryText>,
     schedule: Cosine,
     step: usize,
+    /// Mean label over every training window (the best constant score).
+    label_mean: f64,
 }
 
 /// The mathematical result of one step, without the update (for tests).
 pub struct StepOutput {
     pub loss: crate::loss::Loss,
+    /// See [`StepLog::constant`].
+    pub constant: f64,
     pub regulariser: f64,
     pub total: Tensor,
 }
@@ -221,7 +230,10 @@ impl<'a> Trainer<'a> {
             warmup: cfg.lr_warmup,
             total: cfg.steps,
         };
+        let labels = examples.iter().flat_map(|e| e.labels.iter());
+        let label_mean = labels.clone().sum::<f64>() / labels.count().max(1) as f64;
         Ok(Trainer {
+            label_mean,
             scorer,
             examples,
             opt: AdamW::new(vars, cfg.optim.clone())?,
@@ -270,10 +282,12 @@ impl<'a> Trainer<'a> {
         let mut grads = Grads::new();
         let mut plans = Vec::with_capacity(k);
         let (mut supervised, mut consistency, mut regulariser) = (0.0, 0.0, 0.0);
+        let mut constant = 0.0;
         let mut total: Option<Tensor> = None;
         for j in 0..k {
             let (plan, out) = self.window_loss_and_grads(step, step * k + j, k, &mut grads)?;
             supervised += out.loss.supervised / k as f64;
+            constant += out.constant / k as f64;
             consistency += out.loss.consistency / k as f64;
             regulariser += out.regulariser / k as f64;
             let t = (out.total / k as f64)?;
@@ -292,6 +306,7 @@ impl<'a> Trainer<'a> {
                     supervised,
                     consistency,
                 },
+                constant,
                 regulariser,
                 total,
             },
@@ -313,6 +328,12 @@ impl<'a> Trainer<'a> {
         let ex = &self.examples[plan.example];
         let d = &self.scorer.engine.decoder;
         let n = ex.labels.len() as f64;
+        let constant = ex
+            .labels
+            .iter()
+            .map(|y| (y - self.label_mean).powi(2))
+            .sum::<f64>()
+            / n;
 
         // Views that carry gradients: A always, B for OC-SFT.
         let mut views: Vec<(&[usize], Option<u64>)> =
@@ -393,6 +414,7 @@ impl<'a> Trainer<'a> {
             plan,
             StepOutput {
                 loss,
+                constant,
                 regulariser,
                 total: total.detach(),
             },
@@ -418,6 +440,7 @@ impl<'a> Trainer<'a> {
             step: self.step,
             loss,
             supervised: out.loss.supervised,
+            constant: out.constant,
             consistency: out.loss.consistency,
             regulariser: out.regulariser,
             // The weight in use: objectives without a view B have none.

@@ -346,6 +346,12 @@ fn accumulated_gradient_is_the_mean_over_windows() {
     let mean_loss = (scalar(&o0.total) + scalar(&o1.total)) / 2.0;
     assert!((scalar(&out.total) - mean_loss).abs() < 1e-6);
     assert!((out.loss.supervised - (o0.loss.supervised + o1.loss.supervised) / 2.0).abs() < 1e-9);
+    // The best constant score is the mean of all eight labels.
+    let all = [example(), other_example()];
+    let mean = all.iter().flat_map(|x| x.labels.iter()).sum::<f64>() / 8.0;
+    let constant = |x: &Example| x.labels.iter().map(|y| (y - mean).powi(2)).sum::<f64>() / 4.0;
+    assert!((o0.constant - constant(&all[p0[0].example])).abs() < 1e-12);
+    assert!((out.constant - (o0.constant + o1.constant) / 2.0).abs() < 1e-12);
     let vars = e.decoder.lora_vars();
     assert!(!vars.is_empty());
     for (name, v) in vars {

@@ -268,6 +268,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         all_logs.iter().rev().take(10).map(|l| l.loss).sum::<f64>()
             / all_logs.len().clamp(1, 10) as f64
     );
+    // Learning beyond the label mean: the supervised loss against that of
+    // the best constant score on the same windows, over the last 50 steps.
+    let tail: Vec<_> = all_logs.iter().rev().take(50).collect();
+    let (sup, constant) = tail
+        .iter()
+        .fold((0.0, 0.0), |(a, b), l| (a + l.supervised, b + l.constant));
+    if constant > 0.0 {
+        doc["supervised_over_constant_last_50"] = json!(sup / constant);
+    }
     std::fs::write(&path, serde_json::to_string_pretty(&doc)?)
         .with_context(|| format!("writing {}", path.display()))?;
     eprintln!(
