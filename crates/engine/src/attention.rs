@@ -4,10 +4,11 @@
 //! windows then cost about half of a dense pass, and invariant blocks only
 //! see the prefix and themselves.
 //!
-//! On CPU in f32 the scale-free masked softmax is one fused pass
-//! ([`MaskedSoftmax`]); elsewhere, and always in the differentiable
-//! (`Composite`) kernels, it is built from candle ops.
+//! On the CPU the masked softmax is one fused pass ([`MaskedSoftmax`]),
+//! with a backward for training; on a GPU it is candle's softmax (inference)
+//! or built from candle ops (training).
 
+use candle_core::backend::BackendStorage;
 use candle_core::{CpuStorage, CustomOp2, DType, Device, Layout, Shape, Tensor};
 use rayon::prelude::*;
 
@@ -161,8 +162,71 @@ impl DeviceIds {
 
 /// softmax(scores + mask) over the last axis, where `scores` is
 /// `[.., rows, keys]` and the mask `[mask_rows, keys]` repeats every
-/// `mask_rows` rows. Inference only (no backward).
+/// `mask_rows` rows. One pass on the CPU (f32 and f64). Applied with
+/// [`Tensor::apply_op2`] it is differentiable in `scores` (the mask is a
+/// constant): the backward is `y * (g - sum(g * y))` over each row, in
+/// candle ops, so training keeps one fused forward instead of the six ops
+/// (and their backward chains) of the composite softmax.
 pub struct MaskedSoftmax;
+
+/// The float types the CPU kernel runs in.
+trait Real: Copy + Send + Sync + std::ops::Add<Output = Self> + std::ops::Sub<Output = Self> {
+    const NEG_INFINITY: Self;
+    const ZERO: Self;
+    fn exp(self) -> Self;
+    fn max(self, other: Self) -> Self;
+    fn recip(self) -> Self;
+    fn mul(self, other: Self) -> Self;
+}
+
+macro_rules! real {
+    ($t:ty) => {
+        impl Real for $t {
+            const NEG_INFINITY: Self = <$t>::NEG_INFINITY;
+            const ZERO: Self = 0.0;
+            fn exp(self) -> Self {
+                <$t>::exp(self)
+            }
+            fn max(self, other: Self) -> Self {
+                <$t>::max(self, other)
+            }
+            fn recip(self) -> Self {
+                1.0 / self
+            }
+            fn mul(self, other: Self) -> Self {
+                self * other
+            }
+        }
+    };
+}
+real!(f32);
+real!(f64);
+
+fn masked_softmax_rows<T: Real>(scores: &[T], mask: &[T], keys: usize) -> Vec<T> {
+    let mask_rows = mask.len() / keys;
+    let mut out = vec![T::ZERO; scores.len()];
+    out.par_chunks_mut(keys)
+        .zip(scores.par_chunks(keys))
+        .enumerate()
+        .for_each(|(r, (o, s))| {
+            let m = &mask[(r % mask_rows) * keys..(r % mask_rows + 1) * keys];
+            let mut max = T::NEG_INFINITY;
+            for (x, (&sv, &mv)) in o.iter_mut().zip(s.iter().zip(m)) {
+                *x = sv + mv;
+                max = max.max(*x);
+            }
+            let mut sum = T::ZERO;
+            for x in o.iter_mut() {
+                *x = (*x - max).exp();
+                sum = sum + *x;
+            }
+            let inv = sum.recip();
+            for x in o.iter_mut() {
+                *x = x.mul(inv);
+            }
+        });
+    out
+}
 
 impl CustomOp2 for MaskedSoftmax {
     fn name(&self) -> &'static str {
@@ -180,40 +244,51 @@ impl CustomOp2 for MaskedSoftmax {
         else {
             candle_core::bail!("masked-softmax needs contiguous inputs");
         };
-        let scores = &s1.as_slice::<f32>()?[o1..e1];
-        let mask = &s2.as_slice::<f32>()?[o2..e2];
         let keys = l1.dims()[l1.dims().len() - 1];
-        if mask.len() % keys != 0 || scores.len() % mask.len() != 0 {
+        let (n_scores, n_mask) = (e1 - o1, e2 - o2);
+        if keys == 0 || n_mask % keys != 0 || n_mask == 0 || n_scores % n_mask != 0 {
             candle_core::bail!(
                 "masked-softmax: mask {:?} does not tile scores {:?}",
                 l2.dims(),
                 l1.dims()
             );
         }
-        let mask_rows = mask.len() / keys;
-        let mut out = vec![0f32; scores.len()];
-        out.par_chunks_mut(keys)
-            .zip(scores.par_chunks(keys))
-            .enumerate()
-            .for_each(|(r, (o, s))| {
-                let m = &mask[(r % mask_rows) * keys..(r % mask_rows + 1) * keys];
-                let mut max = f32::NEG_INFINITY;
-                for (x, (&sv, &mv)) in o.iter_mut().zip(s.iter().zip(m)) {
-                    *x = sv + mv;
-                    max = max.max(*x);
-                }
-                let mut sum = 0f32;
-                for x in o.iter_mut() {
-                    *x = (*x - max).exp();
-                    sum += *x;
-                }
-                let inv = 1.0 / sum;
-                for x in o.iter_mut() {
-                    *x *= inv;
-                }
-            });
-        Ok((CpuStorage::F32(out), l1.shape().clone()))
+        let out = match (s1, s2) {
+            (CpuStorage::F32(s), CpuStorage::F32(m)) => {
+                CpuStorage::F32(masked_softmax_rows(&s[o1..e1], &m[o2..e2], keys))
+            }
+            (CpuStorage::F64(s), CpuStorage::F64(m)) => {
+                CpuStorage::F64(masked_softmax_rows(&s[o1..e1], &m[o2..e2], keys))
+            }
+            _ => candle_core::bail!(
+                "masked-softmax: scores {:?} and mask {:?} must both be f32 or both f64",
+                s1.dtype(),
+                s2.dtype()
+            ),
+        };
+        Ok((out, l1.shape().clone()))
     }
+
+    fn bwd(
+        &self,
+        _scores: &Tensor,
+        _mask: &Tensor,
+        res: &Tensor,
+        grad_res: &Tensor,
+    ) -> candle_core::Result<(Option<Tensor>, Option<Tensor>)> {
+        let dot = (grad_res * res)?.sum_keepdim(candle_core::D::Minus1)?;
+        Ok((Some((grad_res.broadcast_sub(&dot)? * res)?), None))
+    }
+}
+
+/// [`MaskedSoftmax`] with its backward, where it runs (CPU, f32 or f64);
+/// `None` elsewhere.
+pub fn masked_softmax_differentiable(scores: &Tensor, mask: &Tensor) -> Result<Option<Tensor>> {
+    if !scores.device().is_cpu() || !matches!(scores.dtype(), DType::F32 | DType::F64) {
+        return Ok(None);
+    }
+    let mask = mask.to_dtype(scores.dtype())?.contiguous()?;
+    Ok(Some(scores.contiguous()?.apply_op2(&mask, MaskedSoftmax)?))
 }
 
 /// Fused masked softmax where it exists (CPU, f32), candle ops elsewhere.
@@ -237,6 +312,96 @@ pub fn masked_softmax_fused(scores: &Tensor, mask: &Tensor) -> Result<Tensor> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The fused masked softmax and its backward equal candle's ops and
+    /// their autograd (f64 and f32), with a mask that tiles the rows.
+    #[test]
+    fn masked_softmax_backward_matches_autograd() {
+        for dtype in [DType::F64, DType::F32] {
+            let dev = Device::Cpu;
+            let n = 2 * 3 * 5;
+            let data: Vec<f64> = (0..n)
+                .map(|i| ((i * 37 % 23) as f64 - 11.0) / 4.0)
+                .collect();
+            let scores = candle_core::Var::from_tensor(
+                &Tensor::from_vec(data, (2, 3, 5), &dev)
+                    .unwrap()
+                    .to_dtype(dtype)
+                    .unwrap(),
+            )
+            .unwrap();
+            let ninf = f64::NEG_INFINITY;
+            let mask = Tensor::new(
+                &[
+                    [0.0, 0.0, ninf, 0.0, ninf],
+                    [0.0, ninf, 0.0, 0.0, 0.0],
+                    [ninf, 0.0, 0.0, ninf, 0.0],
+                ],
+                &dev,
+            )
+            .unwrap()
+            .to_dtype(dtype)
+            .unwrap();
+            let weights: Vec<f64> = (0..n).map(|i| ((i * 13 % 7) as f64) - 3.0).collect();
+            let w = Tensor::from_vec(weights, (2, 3, 5), &dev)
+                .unwrap()
+                .to_dtype(dtype)
+                .unwrap();
+
+            let fused = masked_softmax_differentiable(scores.as_tensor(), &mask)
+                .unwrap()
+                .expect("CPU");
+            let x = scores.as_tensor().broadcast_add(&mask).unwrap();
+            let e = x
+                .broadcast_sub(&x.max_keepdim(2).unwrap().detach())
+                .unwrap()
+                .exp()
+                .unwrap();
+            let reference = e.broadcast_div(&e.sum_keepdim(2).unwrap()).unwrap();
+            let gf = (&fused * &w)
+                .unwrap()
+                .sum_all()
+                .unwrap()
+                .backward()
+                .unwrap();
+            let gr = (&reference * &w)
+                .unwrap()
+                .sum_all()
+                .unwrap()
+                .backward()
+                .unwrap();
+            let diff = |a: &Tensor, b: &Tensor| {
+                (a - b)
+                    .unwrap()
+                    .abs()
+                    .unwrap()
+                    .max_all()
+                    .unwrap()
+                    .to_dtype(DType::F64)
+                    .unwrap()
+                    .to_scalar::<f64>()
+                    .unwrap()
+            };
+            let tol = if dtype == DType::F64 { 1e-12 } else { 1e-5 };
+            assert!(diff(&fused, &reference) < tol, "{dtype:?} forward");
+            let (a, b) = (
+                gf.get(scores.as_tensor()).unwrap(),
+                gr.get(scores.as_tensor()).unwrap(),
+            );
+            assert!(diff(a, b) < tol, "{dtype:?} backward: {a} vs {b}");
+            assert!(
+                a.abs()
+                    .unwrap()
+                    .sum_all()
+                    .unwrap()
+                    .to_dtype(DType::F64)
+                    .unwrap()
+                    .to_scalar::<f64>()
+                    .unwrap()
+                    > 0.1
+            );
+        }
+    }
 
     /// The masks computed with tensor ops (the GPU path) equal the masks
     /// filled on the host, for blocks that recur, hidden keys and a prefix.

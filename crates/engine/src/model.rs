@@ -16,7 +16,10 @@ use std::collections::HashMap;
 
 use candle_core::{DType, Device, Tensor, D};
 
-use crate::attention::{masked_softmax_fused, plan_chunks, Chunk, CPU_CHUNK_ROWS, GPU_CHUNK_ROWS};
+use crate::attention::{
+    masked_softmax_differentiable, masked_softmax_fused, plan_chunks, Chunk, CPU_CHUNK_ROWS,
+    GPU_CHUNK_ROWS,
+};
 use crate::config::ModelConfig;
 use crate::error::{Error, Result};
 use crate::lora::{module_key, Lora};
@@ -659,6 +662,10 @@ impl Decoder {
                 // In f32 (f64 for f64 models) whatever the weights' dtype.
                 let (_, nkv, rr, nk) = scores.dims4()?;
                 let rows = mask.dim(0)?;
+                let x32 = scores.to_dtype(self.logits_dtype())?;
+                if let Some(p) = masked_softmax_differentiable(&x32, mask)? {
+                    return Ok(p.to_dtype(scores.dtype())?);
+                }
                 let x = scores
                     .reshape((nkv, rr / rows, rows, nk))?
                     .broadcast_add(mask)?
