@@ -306,6 +306,16 @@ fn every_lora_tensor_gets_a_nonzero_gradient() {
     }
 }
 
+/// The largest absolute value of an f32 tensor.
+fn max_abs(t: &Tensor) -> f32 {
+    t.abs()
+        .unwrap()
+        .max_all()
+        .unwrap()
+        .to_scalar::<f32>()
+        .unwrap()
+}
+
 /// A second window (another query) for gradient accumulation.
 fn other_example() -> Example {
     Example {
@@ -359,21 +369,8 @@ fn accumulated_gradient_is_the_mean_over_windows() {
         let got = g
             .get(&v.id())
             .unwrap_or_else(|| panic!("{name}: no gradient"));
-        let diff = (got - &want)
-            .unwrap()
-            .abs()
-            .unwrap()
-            .max_all()
-            .unwrap()
-            .to_scalar::<f32>()
-            .unwrap();
-        let scale = want
-            .abs()
-            .unwrap()
-            .max_all()
-            .unwrap()
-            .to_scalar::<f32>()
-            .unwrap();
+        let diff = max_abs(&(got - &want).unwrap());
+        let scale = max_abs(&want);
         assert!(scale > 0.0, "{name}: zero gradient");
         assert!(
             diff <= 1e-5 * scale.max(1e-3),
@@ -493,14 +490,7 @@ fn resumed_training_equals_uninterrupted() {
         .iter()
         .zip(e3.decoder.lora_vars().iter())
     {
-        let d = (v1.as_tensor() - v3.as_tensor())
-            .unwrap()
-            .abs()
-            .unwrap()
-            .max_all()
-            .unwrap()
-            .to_scalar::<f32>()
-            .unwrap();
+        let d = max_abs(&(v1.as_tensor() - v3.as_tensor()).unwrap());
         assert_eq!(d, 0.0, "{n1} differs after resuming");
     }
     let log3 = ocrank_train::trainer::read_log(&dir.path().join("log.jsonl")).unwrap();
