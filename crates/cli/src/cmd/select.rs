@@ -166,7 +166,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             per_query.insert(pool.qid.clone(), sum / args.permutations as f64);
         }
         let mean = per_query.values().sum::<f64>() / per_query.len() as f64;
-        bar.println(format!("{label}: held-out nDCG@10 {mean:.4}"));
+        // Also when the bar is hidden (no terminal), where println is silent.
+        bar.suspend(|| eprintln!("{label}: held-out nDCG@10 {mean:.4}"));
         rows.push(json!({"candidate": label, "adapter": adapter, "ndcg_at_10_mean": mean, "per_query": per_query}));
     }
     bar.finish_and_clear();
