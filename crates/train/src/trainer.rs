@@ -283,26 +283,34 @@ impl<'a> Trainer<'a> {
         let mut plans = Vec::with_capacity(k);
         let (mut supervised, mut consistency, mut regulariser) = (0.0, 0.0, 0.0);
         let mut constant = 0.0;
-        let mut total: Option<Tensor> = None;
+        // Means over the windows of the loss without (objective) and with
+        // (total) the regularisers.
+        let (mut objective, mut total): (Option<Tensor>, Option<Tensor>) = (None, None);
+        let mean_in = |acc: Option<Tensor>, t: &Tensor| -> Result<Option<Tensor>> {
+            let t = (t.detach() / k as f64)?;
+            Ok(Some(match acc {
+                None => t,
+                Some(sum) => (sum + t)?,
+            }))
+        };
         for j in 0..k {
             let (plan, out) = self.window_loss_and_grads(step, step * k + j, k, &mut grads)?;
             supervised += out.loss.supervised / k as f64;
             constant += out.constant / k as f64;
             consistency += out.loss.consistency / k as f64;
             regulariser += out.regulariser / k as f64;
-            let t = (out.total / k as f64)?;
-            total = Some(match total {
-                None => t,
-                Some(sum) => (sum + t)?,
-            });
+            objective = mean_in(objective, &out.loss.total)?;
+            total = mean_in(total, &out.total)?;
             plans.push(plan);
         }
-        let total = total.expect("at least one window per step");
+        let (Some(objective), Some(total)) = (objective, total) else {
+            unreachable!("at least one window per step")
+        };
         Ok((
             plans,
             StepOutput {
                 loss: crate::loss::Loss {
-                    total: total.clone(),
+                    total: objective,
                     supervised,
                     consistency,
                 },
