@@ -4,20 +4,8 @@
 //! parity is exact for the fused kernels, bf16 stays within its tolerance,
 //! and a CUDA device in a CPU build is a clear error.
 
-use std::path::PathBuf;
-use std::process::Command;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn ocrank(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_ocrank"))
-        .current_dir(root())
-        .args(args)
-        .output()
-        .unwrap()
-}
+mod common;
+use common::ocrank;
 
 fn ok(out: &std::process::Output) {
     assert!(

@@ -1,20 +1,8 @@
 //! `ocrank score` and `ocrank prompts` end to end on the real binary, model
 //! and DL19 pools (small: one query, six candidates).
 
-use std::path::PathBuf;
-use std::process::Command;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn ocrank(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_ocrank"))
-        .current_dir(root())
-        .args(args)
-        .output()
-        .unwrap()
-}
+mod common;
+use common::ocrank;
 
 const POOLS: &str = "../shared/data/msmarco/dl19/bm25-top100.json";
 const QRELS: &str = "../shared/data/msmarco/dl19/qrels.txt";
