@@ -19,19 +19,20 @@ pub struct Example {
 }
 
 /// Cuts the top `depth` of every pool into contiguous windows of `width` in
-/// the canonical order (a last window shorter than 2 candidates is merged
-/// away: it cannot carry an order). A candidate without a label is an error
-/// naming it, never a silent drop.
+/// the canonical order. With a width of 2 or more, a last window of one
+/// candidate is merged into the one before (it could not carry an order, which
+/// perm-aug and OC-SFT need); width 1 gives pointwise windows, which only the
+/// objectives without a permutation accept (see `Trainer::new`). A candidate
+/// without a label is an error naming it, never a silent drop.
 pub fn examples(
     pools: &[Pool],
     labels: &Labels,
     depth: usize,
     width: usize,
 ) -> Result<Vec<Example>> {
-    if width < 2 {
+    if width == 0 {
         return Err(Error::Train(
-            "training windows need a width of at least 2 (a window of one candidate has no order)"
-                .into(),
+            "training windows need a width of at least 1".into(),
         ));
     }
     let mut out = Vec::new();
@@ -40,14 +41,11 @@ pub fn examples(
         let mut start = 0;
         while start < cands.len() {
             let mut end = (start + width).min(cands.len());
-            if cands.len() - end == 1 {
+            if width >= 2 && cands.len() - end == 1 {
                 end += 1;
             }
             let window = &cands[start..end];
             start = end;
-            if window.len() < 2 {
-                continue;
-            }
             let mut ex = Example {
                 qid: pool.qid.clone(),
                 query: pool.query.clone(),
@@ -134,6 +132,15 @@ mod tests {
         // 21 candidates at width 10: the lone last one joins the window before.
         let ex = examples(&[pool(21)], &labels(21), 21, 10).unwrap();
         assert_eq!(ex.iter().map(|e| e.ids.len()).collect::<Vec<_>>(), [10, 11]);
+    }
+
+    #[test]
+    fn width_one_gives_pointwise_windows() {
+        let ex = examples(&[pool(5)], &labels(5), 5, 1).unwrap();
+        assert_eq!(ex.len(), 5);
+        assert!(ex.iter().all(|e| e.ids.len() == 1));
+        assert_eq!(ex[4].ids, ["d4"]);
+        assert!(examples(&[pool(5)], &labels(5), 5, 0).is_err());
     }
 
     #[test]

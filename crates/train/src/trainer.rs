@@ -221,6 +221,19 @@ impl<'a> Trainer<'a> {
         if cfg.steps == 0 {
             return Err(Error::Train("--steps must be at least 1".into()));
         }
+        let permutes =
+            matches!(cfg.objective, Objective::PermAug | Objective::OcSft) || cfg.ema.is_some();
+        if permutes {
+            if let Some(e) = examples.iter().find(|e| e.ids.len() < 2) {
+                return Err(Error::Train(format!(
+                    "{} {}needs windows of at least 2 candidates (it permutes them), but query {:?} has a window of {}: use a width of 2 or more",
+                    cfg.objective,
+                    if cfg.ema.is_some() { "with the EMA mean-teacher " } else { "" },
+                    e.qid,
+                    e.ids.len()
+                )));
+            }
+        }
         let ema = match cfg.ema {
             Some(_) => Some(current_values(scorer)?),
             None => None,

@@ -379,6 +379,55 @@ fn accumulated_gradient_is_the_mean_over_windows() {
     }
 }
 
+/// Width 1 (pointwise windows): single-order trains on a window of one
+/// candidate; the objectives that permute a window refuse it.
+#[test]
+fn pointwise_windows_train_single_order_only() {
+    let lora = LoraConfig::default();
+    let e = engine(DType::F32, &lora);
+    perturb_b(&e.decoder);
+    let scorer = Scorer::new(&e, score_config()).unwrap();
+    let ex = example();
+    let one = Example {
+        ids: ex.ids[..1].to_vec(),
+        texts: ex.texts[..1].to_vec(),
+        labels: ex.labels[..1].to_vec(),
+        ..ex
+    };
+    let mut t = Trainer::new(
+        &scorer,
+        vec![one.clone()],
+        train_config(Objective::SingleOrder, lora.clone()),
+    )
+    .unwrap();
+    let (_, out, g) = t.loss_and_grads(0).unwrap();
+    assert!(out.loss.supervised > 0.0);
+    for (name, v) in e.decoder.lora_vars() {
+        assert!(squared_norm(&g, &name, &v) > 0.0, "{name}: zero gradient");
+    }
+    for objective in [Objective::PermAug, Objective::OcSft] {
+        let err = Trainer::new(
+            &scorer,
+            vec![one.clone()],
+            train_config(objective, lora.clone()),
+        )
+        .err()
+        .unwrap_or_else(|| panic!("{objective} accepted a window of one"))
+        .to_string();
+        assert!(err.contains("at least 2 candidates"), "{err}");
+    }
+    let mut ema = train_config(Objective::SingleOrder, lora);
+    ema.ema = Some(ocrank_train::EmaConfig {
+        decay: 0.9,
+        weight: 1.0,
+    });
+    let err = Trainer::new(&scorer, vec![one], ema)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("EMA"), "{err}");
+}
+
 #[test]
 fn fused_kernels_are_refused_for_training() {
     let lora = LoraConfig::default();
