@@ -17,6 +17,9 @@ pub mod trainer;
 pub use checkpoint::Grads;
 pub use data::{examples, is_heldout, Example};
 pub use error::{Error, Result};
-pub use loss::{expected, grade_probs, objective_loss, Loss, Objective};
+pub use loss::{
+    cross_entropy, expected, grade_probs, objective_loss, two_point, Loss, Objective,
+    SupervisedLoss,
+};
 pub use optim::{AdamW, AdamWConfig, Cosine};
 pub use trainer::{run, EmaConfig, StepLog, TrainConfig, Trainer};

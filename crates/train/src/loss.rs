@@ -56,6 +56,68 @@ impl std::fmt::Display for Objective {
     }
 }
 
+/// How the supervised term compares a slot's grade distribution with its
+/// label `y` on the 0-3 scale.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SupervisedLoss {
+    /// SPEC.md section 5: `(s - y)^2` on the expected grade `s`.
+    #[default]
+    Squared,
+    /// Cross-entropy of the grade distribution against the two-point
+    /// distribution on `floor(y)` and `floor(y) + 1` whose mean is `y`
+    /// ([`two_point`]). Its minimum has the same expected grade `y`, but its
+    /// gradient with respect to the grade logits is `p - q`, which does not
+    /// vanish when the softmax saturates on one grade; the squared error's,
+    /// `2 (s - y) p_g (g - s)`, does (`reports/training/saturation/`).
+    CrossEntropy,
+}
+
+impl SupervisedLoss {
+    pub fn is_squared(&self) -> bool {
+        *self == SupervisedLoss::Squared
+    }
+}
+
+impl std::str::FromStr for SupervisedLoss {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "squared" => Ok(SupervisedLoss::Squared),
+            "cross-entropy" => Ok(SupervisedLoss::CrossEntropy),
+            _ => Err(format!(
+                "unknown supervised loss {s:?} (squared, cross-entropy)"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for SupervisedLoss {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SupervisedLoss::Squared => "squared",
+            SupervisedLoss::CrossEntropy => "cross-entropy",
+        })
+    }
+}
+
+/// The distribution over grades 0-3 with mass only on `floor(y)` and the
+/// grade above, whose mean is `y` (an integer label is one-hot). A label
+/// outside [0, 3] (or not finite) is an error.
+pub fn two_point(y: f64) -> Result<[f64; 4]> {
+    if !(0.0..=3.0).contains(&y) {
+        return Err(Error::Labels(format!(
+            "grade target {y} is outside the 0-3 scale"
+        )));
+    }
+    let lo = (y.floor() as usize).min(2);
+    let up = y - lo as f64;
+    let mut q = [0.0; 4];
+    q[lo] = 1.0 - up;
+    q[lo + 1] = up;
+    Ok(q)
+}
+
 /// The full token sequence of a batched window (prefix included) with its
 /// layout and slot readout rows.
 pub struct WindowInput {
@@ -111,6 +173,30 @@ pub fn probs_from_logits(logits: &Tensor, grade_ids: [u32; 4]) -> Result<Tensor>
     Ok(e.broadcast_div(&e.sum_keepdim(D::Minus1)?)?)
 }
 
+/// Log grade distributions `[S, 4]` from slot logits `[S, vocab]`: the
+/// log-softmax over the four grade tokens from differentiable primitives,
+/// finite even where [`probs_from_logits`] underflows to 0.
+pub fn log_probs_from_logits(logits: &Tensor, grade_ids: [u32; 4]) -> Result<Tensor> {
+    let ids = Tensor::new(&grade_ids, logits.device())?;
+    let g = logits.index_select(&ids, 1)?;
+    let max = g.max_keepdim(D::Minus1)?.detach();
+    let shifted = g.broadcast_sub(&max)?;
+    let lse = shifted.exp()?.sum_keepdim(D::Minus1)?.log()?;
+    Ok(shifted.broadcast_sub(&lse)?)
+}
+
+/// `-sum_i sum_g q_g(y_i) log p_i(g)` over the slots (not divided by their
+/// number), with `q` the [`two_point`] targets.
+pub fn cross_entropy(log_probs: &Tensor, y: &[f64]) -> Result<Tensor> {
+    let q = y
+        .iter()
+        .map(|&y| two_point(y))
+        .collect::<Result<Vec<_>>>()?
+        .concat();
+    let q = Tensor::from_vec(q, (y.len(), 4), log_probs.device())?.to_dtype(log_probs.dtype())?;
+    Ok((q * log_probs)?.sum_all()?.neg()?)
+}
+
 /// The student's grade distributions `[S, 4]` (f32, or f64 for an f64
 /// model) for the window `texts` in this slot order, differentiable with
 /// respect to the LoRA weights through one whole-graph forward (the
@@ -142,23 +228,37 @@ pub fn expected(probs: &Tensor) -> Result<Tensor> {
 /// The loss of one step and its parts (per slot, as in SPEC.md).
 pub struct Loss {
     pub total: Tensor,
+    /// The squared error of the expected grade, whatever the loss trains on
+    /// (so that it compares with the constant score's).
     pub supervised: f64,
+    /// The cross-entropy term, when it replaces the squared error in `total`.
+    pub cross_entropy: Option<f64>,
     pub consistency: f64,
 }
 
 /// `[sum_i (s_A,i - y_i)^2 + lambda * sum_i (s_A,i - s_B,i)^2] / S`, where
 /// `s_b_aligned[i]` is view B's score of view A's i-th candidate (the same
 /// candidate, not the same slot). Without view B it is the single-view loss.
+/// With `ce_log_probs` (view A's log grade distributions, in the order of
+/// `y`) the supervised sum is [`cross_entropy`] instead of the squared
+/// error; the consistency term stays on the expected grades.
 pub fn objective_loss(
     s_a: &Tensor,
     y: &[f64],
     s_b_aligned: Option<&Tensor>,
     lambda: f64,
+    ce_log_probs: Option<&Tensor>,
 ) -> Result<Loss> {
     let n = y.len();
+    let ce = ce_log_probs.map(|lp| cross_entropy(lp, y)).transpose()?;
     let y = Tensor::new(y, s_a.device())?.to_dtype(s_a.dtype())?;
-    let sup = (s_a - &y)?.sqr()?.sum_all()?;
-    let supervised = sup.to_dtype(DType::F64)?.to_scalar::<f64>()? / n as f64;
+    let squared = (s_a - &y)?.sqr()?.sum_all()?;
+    let supervised = squared.to_dtype(DType::F64)?.to_scalar::<f64>()? / n as f64;
+    let cross_entropy = match &ce {
+        Some(c) => Some(c.to_dtype(DType::F64)?.to_scalar::<f64>()? / n as f64),
+        None => None,
+    };
+    let sup = ce.unwrap_or(squared);
     let (total, consistency) = match s_b_aligned {
         Some(s_b) => {
             let cons = (s_a - s_b)?.sqr()?.sum_all()?;
@@ -170,6 +270,85 @@ pub fn objective_loss(
     Ok(Loss {
         total: (total / n as f64)?,
         supervised,
+        cross_entropy,
         consistency,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use candle_core::{Device, Var};
+
+    use super::*;
+
+    #[test]
+    fn two_point_targets_have_the_label_as_mean() {
+        assert_eq!(two_point(0.0).unwrap(), [1.0, 0.0, 0.0, 0.0]);
+        assert_eq!(two_point(3.0).unwrap(), [0.0, 0.0, 0.0, 1.0]);
+        assert_eq!(two_point(1.25).unwrap(), [0.0, 0.75, 0.25, 0.0]);
+        for y in [0.0, 0.4, 1.0, 1.9, 2.5, 2.999, 3.0] {
+            let q = two_point(y).unwrap();
+            let mean: f64 = q.iter().enumerate().map(|(g, p)| g as f64 * p).sum();
+            assert!((mean - y).abs() < 1e-12, "{y}: {q:?}");
+            assert!((q.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+        }
+        for bad in [-0.1, 3.1, f64::NAN] {
+            assert!(two_point(bad).is_err(), "{bad}");
+        }
+    }
+
+    /// The cross-entropy's gradient with respect to the grade logits is
+    /// p - q, also where the softmax is saturated, while the squared error's
+    /// nearly vanishes there: the reason for the option.
+    #[test]
+    fn cross_entropy_gradient_is_p_minus_q_and_survives_saturation() {
+        let dev = Device::Cpu;
+        // Two slots over a 6-token vocabulary; grade tokens 2..=5. Slot 2 is
+        // saturated on grade 1 (logit gap 30).
+        let logits = Var::from_vec(
+            vec![
+                0.0f64, 0.0, 0.5, -1.0, 2.0, 0.3, 0.0, 0.0, 0.0, 30.0, 0.0, 0.0,
+            ],
+            (2, 6),
+            &dev,
+        )
+        .unwrap();
+        let ids = [2u32, 3, 4, 5];
+        let y = [2.4, 2.0];
+        let lp = log_probs_from_logits(logits.as_tensor(), ids).unwrap();
+        let g = cross_entropy(&lp, &y).unwrap().backward().unwrap();
+        let grad = g.get(logits.as_tensor()).unwrap().to_vec2::<f64>().unwrap();
+        let p = lp.exp().unwrap().to_vec2::<f64>().unwrap();
+        for (i, &yi) in y.iter().enumerate() {
+            let q = two_point(yi).unwrap();
+            assert_eq!(grad[i][..2], [0.0, 0.0], "non-grade tokens");
+            for k in 0..4 {
+                assert!((grad[i][2 + k] - (p[i][k] - q[k])).abs() < 1e-12);
+            }
+        }
+        // Saturated slot: cross-entropy still pulls with about 1 towards
+        // grade 2; the squared error of the expected grade with about 1e-13.
+        assert!(grad[1][4] < -0.99);
+        let probs = probs_from_logits(logits.as_tensor(), ids).unwrap();
+        let s = expected(&probs).unwrap();
+        let target = Tensor::new(&y, &dev).unwrap();
+        let sq = (s - target).unwrap().sqr().unwrap().sum_all().unwrap();
+        let g = sq.backward().unwrap();
+        let grad = g.get(logits.as_tensor()).unwrap().to_vec2::<f64>().unwrap();
+        assert!(grad[1].iter().all(|v| v.abs() < 1e-10), "{:?}", grad[1]);
+        // log_probs_from_logits stays finite where probs underflow.
+        let far = Tensor::new(&[[0.0f32, 0.0, 0.0, 200.0, 0.0, 0.0]], &dev).unwrap();
+        let lp = log_probs_from_logits(&far, ids)
+            .unwrap()
+            .to_vec2::<f32>()
+            .unwrap();
+        assert!(lp[0].iter().all(|v| v.is_finite()), "{lp:?}");
+        assert_eq!(
+            probs_from_logits(&far, ids)
+                .unwrap()
+                .to_vec2::<f32>()
+                .unwrap()[0][0],
+            0.0
+        );
+    }
 }

@@ -28,7 +28,10 @@ use serde::{Deserialize, Serialize};
 use crate::checkpoint::{self, Grads};
 use crate::data::Example;
 use crate::error::{Error, Result};
-use crate::loss::{expected, objective_loss, probs_from_logits, window_input, Objective};
+use crate::loss::{
+    expected, log_probs_from_logits, objective_loss, probs_from_logits, window_input, Objective,
+    SupervisedLoss,
+};
 use crate::optim::{AdamW, AdamWConfig, Cosine};
 
 /// EMA mean-teacher: an exponential moving average of the adapter scores a
@@ -64,6 +67,10 @@ pub struct TrainConfig {
     /// before this field still resume.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub windows_per_step: usize,
+    /// The supervised term: SPEC.md's squared error (left out of the
+    /// settings, so older runs still resume) or the two-point cross-entropy.
+    #[serde(default, skip_serializing_if = "SupervisedLoss::is_squared")]
+    pub supervised_loss: SupervisedLoss,
 }
 
 fn one() -> usize {
@@ -99,6 +106,10 @@ pub struct StepLog {
     pub step: usize,
     pub loss: f64,
     pub supervised: f64,
+    /// The cross-entropy term that the loss trains on instead of
+    /// `supervised` (`--supervised-loss cross-entropy`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cross_entropy: Option<f64>,
     /// The supervised loss the best constant score (the mean training label)
     /// would have on the same windows: `supervised` below it means the
     /// scorer ranks by content, not only by the label mean.
@@ -295,7 +306,7 @@ impl<'a> Trainer<'a> {
         let mut grads = Grads::new();
         let mut plans = Vec::with_capacity(k);
         let (mut supervised, mut consistency, mut regulariser) = (0.0, 0.0, 0.0);
-        let mut constant = 0.0;
+        let (mut constant, mut cross_entropy) = (0.0, None);
         // Means over the windows of the loss without (objective) and with
         // (total) the regularisers.
         let (mut objective, mut total): (Option<Tensor>, Option<Tensor>) = (None, None);
@@ -310,6 +321,9 @@ impl<'a> Trainer<'a> {
             let (plan, out) = self.window_loss_and_grads(step, step * k + j, k, &mut grads)?;
             supervised += out.loss.supervised / k as f64;
             constant += out.constant / k as f64;
+            if let Some(c) = out.loss.cross_entropy {
+                cross_entropy = Some(cross_entropy.unwrap_or(0.0) + c / k as f64);
+            }
             consistency += out.loss.consistency / k as f64;
             regulariser += out.regulariser / k as f64;
             objective = mean_in(objective, &out.loss.total)?;
@@ -325,6 +339,7 @@ impl<'a> Trainer<'a> {
                 loss: crate::loss::Loss {
                     total: objective,
                     supervised,
+                    cross_entropy,
                     consistency,
                 },
                 constant,
@@ -366,7 +381,8 @@ impl<'a> Trainer<'a> {
         let mut runs = Vec::new();
         let mut tops = Vec::new();
         let mut probs = Vec::new();
-        for (order, key) in &views {
+        let mut ce_log_probs = None;
+        for (v, (order, key)) in views.iter().enumerate() {
             let input = window_input(self.scorer, &q, &texts(ex, order))?;
             let run = checkpoint::forward(d, &input, *key)?;
             let (top, logits) = run.head(d)?;
@@ -374,6 +390,12 @@ impl<'a> Trainer<'a> {
                 &probs_from_logits(&logits, self.scorer.grade_ids())?,
                 order,
             )?);
+            if v == 0 && self.cfg.supervised_loss == SupervisedLoss::CrossEntropy {
+                ce_log_probs = Some(align(
+                    &log_probs_from_logits(&logits, self.scorer.grade_ids())?,
+                    order,
+                )?);
+            }
             runs.push(run);
             tops.push(top);
         }
@@ -383,7 +405,13 @@ impl<'a> Trainer<'a> {
             None => None,
         };
         let lambda = self.cfg.lambda_at(step);
-        let loss = objective_loss(&s_a, &ex.labels, s_b.as_ref(), lambda)?;
+        let loss = objective_loss(
+            &s_a,
+            &ex.labels,
+            s_b.as_ref(),
+            lambda,
+            ce_log_probs.as_ref(),
+        )?;
         let mut total = loss.total.clone();
         let mut regulariser = 0.0;
         if let (Some(ema_cfg), Some(ema), Some(b)) = (self.cfg.ema, &self.ema, &plan.view_b) {
@@ -461,6 +489,7 @@ impl<'a> Trainer<'a> {
             step: self.step,
             loss,
             supervised: out.loss.supervised,
+            cross_entropy: out.loss.cross_entropy,
             constant: out.constant,
             consistency: out.loss.consistency,
             regulariser: out.regulariser,

@@ -17,7 +17,8 @@ use ocrank_engine::{
 };
 use ocrank_score::{Mode, PromptConfig, ScoreConfig, Scorer, Template};
 use ocrank_train::{
-    expected, grade_probs, objective_loss, AdamWConfig, Example, Objective, TrainConfig, Trainer,
+    expected, grade_probs, objective_loss, AdamWConfig, Example, Objective, SupervisedLoss,
+    TrainConfig, Trainer,
 };
 
 const MODEL: &str = concat!(
@@ -81,6 +82,7 @@ fn train_config(objective: Objective, lora: LoraConfig) -> TrainConfig {
         ema: None,
         kl_base: None,
         windows_per_step: 1,
+        supervised_loss: Default::default(),
     }
 }
 
@@ -141,7 +143,7 @@ fn oc_loss(scorer: &Scorer, detach_b: bool) -> Tensor {
     if detach_b {
         s_b = s_b.detach();
     }
-    objective_loss(&s_a, &ex.labels, Some(&s_b), 3.0)
+    objective_loss(&s_a, &ex.labels, Some(&s_b), 3.0, None)
         .unwrap()
         .total
 }
@@ -205,6 +207,15 @@ fn autograd_matches_finite_differences_and_view_b_is_not_detached() {
 
 #[test]
 fn trainer_loss_matches_finite_differences() {
+    trainer_loss_matches_finite_differences_with(SupervisedLoss::Squared);
+}
+
+#[test]
+fn trainer_cross_entropy_loss_matches_finite_differences() {
+    trainer_loss_matches_finite_differences_with(SupervisedLoss::CrossEntropy);
+}
+
+fn trainer_loss_matches_finite_differences_with(supervised_loss: SupervisedLoss) {
     let lora = LoraConfig {
         rank: 2,
         alpha: 4.0,
@@ -221,7 +232,13 @@ fn trainer_loss_matches_finite_differences() {
         decay: 0.9,
         weight: 0.5,
     });
+    cfg.supervised_loss = supervised_loss;
     let mut trainer = Trainer::new(&scorer, vec![example()], cfg).unwrap();
+    let out = trainer.loss_and_grads(0).unwrap().1;
+    assert_eq!(
+        out.loss.cross_entropy.is_some(),
+        supervised_loss == SupervisedLoss::CrossEntropy
+    );
     let vars = e.decoder.lora_vars();
     let base: Vec<Tensor> = vars
         .iter()

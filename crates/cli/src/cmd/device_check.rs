@@ -454,6 +454,7 @@ fn training(
                     ema: None,
                     kl_base: None,
                     windows_per_step: 1,
+                    supervised_loss: Default::default(),
                 },
             )
         })

@@ -73,6 +73,13 @@ pub struct Args {
     /// many windows. Memory stays that of one window.
     #[arg(long, default_value_t = 1)]
     pub windows_per_step: usize,
+    /// The supervised term: `squared` is SPEC.md's (s - y)^2 on the
+    /// expected grade; `cross-entropy` compares the grade distribution with
+    /// the two-point distribution on floor(y), floor(y) + 1 whose mean is y
+    /// (same optimum, but its gradient does not vanish when the grade softmax
+    /// saturates; see reports/training/saturation).
+    #[arg(long, default_value = "squared")]
+    pub supervised_loss: ocrank_train::SupervisedLoss,
     /// OC-SFT consistency weight lambda.
     #[arg(long, default_value_t = 5.0)]
     pub lambda: f64,
@@ -200,6 +207,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }),
         kl_base: args.kl_base,
         windows_per_step: args.windows_per_step,
+        supervised_loss: args.supervised_loss,
     };
     let pools_sha = sha256_files(&args.data.pools)?;
     let mut settings = json!({
@@ -229,14 +237,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let scorer = Scorer::new(&engine, cfg)?;
     let mut trainer = Trainer::new(&scorer, examples, tcfg)?;
     eprintln!(
-        "{} training windows from {} queries ({} held out); {} steps of {} ({} window(s) of {} view(s) per step)",
+        "{} training windows from {} queries ({} held out); {} steps of {} ({} window(s) of {} view(s) per step; {} supervised loss)",
         trainer.examples.len(),
         pools.len(),
         n_queries - pools.len(),
         args.steps,
         args.objective,
         args.windows_per_step,
-        trainer.cfg.views()
+        trainer.cfg.views(),
+        args.supervised_loss
     );
     let bar = progress_bar(args.steps as u64, "steps");
     let done = ocrank_train::trainer::checkpoints(&args.out.join("checkpoints"))?
@@ -247,9 +256,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let base = args.model.model.display().to_string();
     let logs = ocrank_train::run(&mut trainer, &args.out, &settings, &base, |l| {
         bar.set_position(l.step as u64);
+        let ce = l
+            .cross_entropy
+            .map_or(String::new(), |c| format!("ce {c:.4}, "));
         bar.set_message(format!(
-            "loss {:.4} (sup {:.4}, cons {:.4}) lambda {:.2} {:.1} s/step",
-            l.loss, l.supervised, l.consistency, l.lambda, l.seconds
+            "loss {:.4} ({ce}sq {:.4} vs constant {:.4}, cons {:.4}) lambda {:.2} {:.1} s/step",
+            l.loss, l.supervised, l.constant, l.consistency, l.lambda, l.seconds
         ));
     })?;
     bar.finish();

@@ -78,6 +78,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 ema: None,
                 kl_base: None,
                 windows_per_step: 1,
+                supervised_loss: Default::default(),
             };
             Trainer::new(&scorer, examples.clone(), tcfg)
         })
