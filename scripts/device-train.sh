@@ -15,7 +15,7 @@
 # with queries held out of DL21 only, selection on them, DL19 audits, and the
 # comparison. Everything lands in $OUT/training.tar.gz (plus the log), to be
 # unpacked into reports/training-gpu/ here. Environment: STEPS (300), WINDOWS (1),
-# PERMS (10), QUERIES (43), OBJECTIVES ("single-order perm-aug oc-sft").
+# LOSS (squared), PERMS (10), QUERIES (43), OBJECTIVES ("single-order perm-aug oc-sft").
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 b=.cache/device-train
@@ -34,7 +34,7 @@ fi
 
 OCRANK="$BIN/ocrank" DATA="$b/msmarco" OUT=/tmp/ocrank-training RUNS=/tmp/ocrank-runs \
     LABELS="$b/labels-minilm.jsonl" MODEL_ARGS="${MODEL_ARGS:---device cuda}" SPLIT_DL21_ONLY=1 SELECT=1 \
-    STEPS="${STEPS:-300}" WINDOWS="${WINDOWS:-1}" LR=2e-4 MAX_CHARS=600 QUERIES="${QUERIES:-43}" PERMS="${PERMS:-10}" \
+    STEPS="${STEPS:-300}" WINDOWS="${WINDOWS:-1}" LOSS="${LOSS:-squared}" LR=2e-4 MAX_CHARS=600 QUERIES="${QUERIES:-43}" PERMS="${PERMS:-10}" \
     OBJECTIVES="${OBJECTIVES:-single-order perm-aug oc-sft}" \
     timeout 540 scripts/train_report.sh
 rc=$?

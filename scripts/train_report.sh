@@ -14,6 +14,8 @@
 # (`ocrank select`, nDCG@10 over SELECT_PERMS orders) and audits that one;
 # the pilot audits the final adapters.
 # WINDOWS (default 1) is --windows-per-step: windows averaged per update.
+# LOSS (default squared) is --supervised-loss: squared (SPEC.md) or
+# cross-entropy (two-point targets; reports/training/saturation).
 # MODEL_ARGS is passed to every command that loads the model (e.g.
 # "--device cuda"); LABELS names a labels file made elsewhere (the GPU
 # machine has no MiniLM).
@@ -29,14 +31,17 @@ QUERIES=${QUERIES:-6}
 PERMS=${PERMS:-3}
 OBJECTIVES=${OBJECTIVES:-single-order oc-sft}
 WINDOWS=${WINDOWS:-1}
+LOSS=${LOSS:-squared}
 WARMUP=$(( STEPS / 5 ))
 EVERY=$(( STEPS / 4 ))
 SCORER=(--width 10 --max-chars "$MAX_CHARS" --template compact)
 RUNS=${RUNS:-runs/train}
 # Run directories: one per objective and setting (the window count only
-# when it is not 1, so that earlier runs keep their names).
+# when it is not 1, the loss when it is not squared, so that earlier runs
+# keep their names).
 TAG="s$STEPS-c$MAX_CHARS-lr$LR"
 [ "$WINDOWS" = 1 ] || TAG="$TAG-w$WINDOWS"
+[ "$LOSS" = squared ] || TAG="$TAG-$LOSS"
 read -r -a MODEL <<< "${MODEL_ARGS:-}"
 LABELS=${LABELS:-$RUNS/labels-minilm.jsonl}
 SPLIT=()
@@ -53,7 +58,8 @@ for obj in $OBJECTIVES; do
     "$BIN" train --pools "$D/dl21/bm25-top100.json" "$D/dl22/bm25-top100.json" \
         --labels "$LABELS" --depth 20 "${SCORER[@]}" "${MODEL[@]}" \
         --objective "$obj" --steps "$STEPS" --lr "$LR" --lambda 5 --lambda-warmup "$WARMUP" \
-        --checkpoint-every "$EVERY" --windows-per-step "$WINDOWS" "${SPLIT[@]}" --out "$RUNS/$obj-$TAG"
+        --checkpoint-every "$EVERY" --windows-per-step "$WINDOWS" \
+        --supervised-loss "$LOSS" "${SPLIT[@]}" --out "$RUNS/$obj-$TAG"
     mkdir -p "$OUT/train-$obj"
     cp "$RUNS/$obj-$TAG/train.json" "$RUNS/$obj-$TAG/log.jsonl" "$OUT/train-$obj/"
 done

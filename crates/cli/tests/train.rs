@@ -186,10 +186,16 @@ fn label_train_kill_resume_select_and_audit_with_the_adapter() {
         !out.status.success() && err.contains("--windows-per-step must be at least 1"),
         "{err}"
     );
-    // This run also accumulates two windows per update.
+    // This run also accumulates two windows per update and trains on the
+    // cross-entropy.
     let split = tmp.path().join("split");
     let mut c = heldout(&[DL21], DL21, &split);
-    c.args(["--windows-per-step", "2"]);
+    c.args([
+        "--windows-per-step",
+        "2",
+        "--supervised-loss",
+        "cross-entropy",
+    ]);
     ok(c);
     let log: serde_json::Value = serde_json::from_str(
         std::fs::read_to_string(split.join("log.jsonl"))
@@ -205,6 +211,8 @@ fn label_train_kill_resume_select_and_audit_with_the_adapter() {
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(split.join("train.json")).unwrap()).unwrap();
     assert_eq!(doc["settings"]["train"]["windows_per_step"], 2);
+    assert_eq!(doc["settings"]["train"]["supervised_loss"], "cross-entropy");
+    assert!(log["cross_entropy"].as_f64().unwrap() > 0.0, "{log}");
     assert!(log["constant"].as_f64().unwrap() > 0.0, "{log}");
     assert!(doc["supervised_over_constant_last_50"].as_f64().unwrap() > 0.0);
     let copy = tmp.path().join("dl21-copy.json");
