@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Learning curve of an `ocrank train` run: the supervised loss next to the
 loss of the best constant score (the mean training label) on the same
-windows, in bins of steps. A ratio below 1 means the scorer has learnt
+windows, in bins of steps (and, for cross-entropy runs, the cross-entropy
+next to the best constant grade distribution's). A ratio below 1 means the scorer has learnt
 something beyond the label mean; at 1 it predicts the mean (the collapse of
 the CPU pilot).
 
-    scripts/train_curve.py RUN_DIR [--bin 25]
+    scripts/train_curve.py RUN_DIR [--bin 25] [--pools FILE... --labels FILE]
 
 Logs written since the `constant` field exists carry it. For older logs the
 constant is rebuilt from the run's train.json (pools, labels, depth, width,
@@ -16,6 +17,7 @@ Prints Markdown.
 import argparse
 import hashlib
 import json
+import math
 import struct
 import sys
 from pathlib import Path
@@ -26,8 +28,18 @@ def is_heldout(qid, fraction, seed):
     return struct.unpack("<Q", h[:8])[0] / float(2**64 - 1) < fraction
 
 
-def rebuild_constants(run, log):
-    """Per-step constant-score loss for logs without the field."""
+def two_point(y):
+    """crates/train/src/loss.rs `two_point`: the grade distribution on
+    floor(y) and floor(y) + 1 whose mean is y."""
+    lo = min(int(y // 1), 2)
+    q = [0.0] * 4
+    q[lo], q[lo + 1] = 1.0 - (y - lo), y - lo
+    return q
+
+
+def rebuild_constants(run, log, pools=None, labels=None):
+    """Per-step constant-score loss and constant-distribution cross-entropy
+    for logs without those fields."""
     doc = json.loads((run / "train.json").read_text())
     cmd = doc.get("command", "").split()
     st = doc["settings"]
@@ -42,9 +54,12 @@ def rebuild_constants(run, log):
             out.append(tok)
         return out
 
-    pools_files = flag_values("--pools")
-    labels_file = flag_values("--labels")[0]
-    heldout_files = flag_values("--heldout-pools") or pools_files
+    pools_files = pools or flag_values("--pools")
+    labels_file = labels or (flag_values("--labels") or [None])[0]
+    if not pools_files or not labels_file:
+        sys.exit(f"{run}/train.json has no command (a run stopped before its end writes only its "
+                 "settings): pass --pools and --labels as the run was given them")
+    heldout_files = st.get("heldout_pools") or flag_values("--heldout-pools") or pools_files
     depth, width = st["depth"], st["scorer"]["width"]
     frac, seed = st["heldout_fraction"], st["split_seed"]
     if depth % width != 0:
@@ -64,37 +79,56 @@ def rebuild_constants(run, log):
                 windows.append((qid, [labels[(qid, c)] for c in ids[s:s + width]]))
     every = [y for _, ys in windows for y in ys]
     mean = sum(every) / len(every)
-    out = []
+    marginal = [sum(two_point(y)[g] for y in every) / len(every) for g in range(4)]
+    sq, ce = [], []
     for line in log:
-        qid, ys = windows[line["example"]]
-        if qid != str(line["qid"]):
-            sys.exit(f"step {line['step']}: logged query {line['qid']} but window {line['example']} is {qid}")
-        out.append(sum((y - mean) ** 2 for y in ys) / len(ys))
-    return out
+        qid_ys = [windows[e] for e in line.get("examples") or [line["example"]]]
+        if qid_ys[0][0] != str(line["qid"]):
+            sys.exit(f"step {line['step']}: logged query {line['qid']} but window {line['example']} is {qid_ys[0][0]}")
+        sq.append(sum(sum((y - mean) ** 2 for y in ys) / len(ys) for _, ys in qid_ys) / len(qid_ys))
+        ce.append(sum(-sum(q * math.log(m) for q, m in zip(two_point(y), marginal) if q > 0)
+                      for _, ys in qid_ys for y in ys) / sum(len(ys) for _, ys in qid_ys))
+    return sq, ce
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("run", type=Path)
     ap.add_argument("--bin", type=int, default=25)
+    ap.add_argument("--pools", nargs="+", help="the run's --pools, for a run stopped before its end")
+    ap.add_argument("--labels", help="the run's --labels, for a run stopped before its end")
     a = ap.parse_args()
     log = [json.loads(l) for l in (a.run / "log.jsonl").read_text().splitlines() if l.strip()]
     if not log:
         sys.exit(f"{a.run}/log.jsonl is empty")
-    if all("constant" in l for l in log):
+    # Runs with --supervised-loss cross-entropy also log the cross-entropy
+    # and (since the field exists) that of the best constant distribution.
+    ce = all("cross_entropy" in l for l in log)
+    if all("constant" in l for l in log) and (not ce or all("constant_cross_entropy" in l for l in log)):
         const, source = [l["constant"] for l in log], "logged"
     else:
-        const, source = rebuild_constants(a.run, log), "rebuilt from train.json"
+        const, const_ce = rebuild_constants(a.run, log, a.pools, a.labels)
+        source = "rebuilt from train.json"
+        for l, c, k in zip(log, const, const_ce):
+            if "constant" in l and abs(l["constant"] - c) > 1e-9:
+                sys.exit(f"step {l['step']}: rebuilt constant {c} differs from the logged {l['constant']}")
+            l.setdefault("constant_cross_entropy", k)
     print(f"`{a.run}`: {len(log)} steps; constant-score loss {source}\n")
-    print("| steps | supervised | constant score | ratio | grad norm |")
-    print("|---|---|---|---|---|")
+    extra = " cross-entropy | constant distribution | ratio |" if ce else ""
+    print("| steps | supervised | constant score | ratio | grad norm |" + extra)
+    print("|---|---|---|---|---|" + ("---|---|---|" if ce else ""))
     for i in range(0, len(log), a.bin):
         chunk = list(range(i, min(i + a.bin, len(log))))
         sup = sum(log[j]["supervised"] for j in chunk)
         con = sum(const[j] for j in chunk)
         gn = sum(log[j]["grad_norm"] for j in chunk) / len(chunk)
-        print(f"| {log[chunk[0]]['step']}-{log[chunk[-1]]['step']} | {sup / len(chunk):.4f} | "
-              f"{con / len(chunk):.4f} | {sup / con:.3f} | {gn:.3f} |")
+        row = (f"| {log[chunk[0]]['step']}-{log[chunk[-1]]['step']} | {sup / len(chunk):.4f} | "
+               f"{con / len(chunk):.4f} | {sup / con:.3f} | {gn:.3f} |")
+        if ce:
+            c = sum(log[j]["cross_entropy"] for j in chunk)
+            k = sum(log[j]["constant_cross_entropy"] for j in chunk)
+            row += f" {c / len(chunk):.4f} | {k / len(chunk):.4f} | {c / k:.3f} |"
+        print(row)
 
 
 if __name__ == "__main__":

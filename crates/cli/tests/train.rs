@@ -213,6 +213,11 @@ fn label_train_kill_resume_select_and_audit_with_the_adapter() {
     assert_eq!(doc["settings"]["train"]["windows_per_step"], 2);
     assert_eq!(doc["settings"]["train"]["supervised_loss"], "cross-entropy");
     assert!(log["cross_entropy"].as_f64().unwrap() > 0.0, "{log}");
+    assert!(
+        log["constant_cross_entropy"].as_f64().unwrap() > 0.0,
+        "{log}"
+    );
+    assert!(doc["cross_entropy_over_constant_last_50"].as_f64().unwrap() > 0.0);
     assert!(log["constant"].as_f64().unwrap() > 0.0, "{log}");
     assert!(doc["supervised_over_constant_last_50"].as_f64().unwrap() > 0.0);
     let copy = tmp.path().join("dl21-copy.json");

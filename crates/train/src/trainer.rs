@@ -29,8 +29,8 @@ use crate::checkpoint::{self, Grads};
 use crate::data::Example;
 use crate::error::{Error, Result};
 use crate::loss::{
-    expected, log_probs_from_logits, objective_loss, probs_from_logits, window_input, Objective,
-    SupervisedLoss,
+    expected, log_probs_from_logits, objective_loss, probs_from_logits, two_point, window_input,
+    Objective, SupervisedLoss,
 };
 use crate::optim::{AdamW, AdamWConfig, Cosine};
 
@@ -115,6 +115,11 @@ pub struct StepLog {
     /// scorer ranks by content, not only by the label mean.
     #[serde(default)]
     pub constant: f64,
+    /// With the cross-entropy loss: the cross-entropy the best constant grade
+    /// distribution (the training labels' mean two-point target) has on the
+    /// same windows, the yardstick for `cross_entropy`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub constant_cross_entropy: Option<f64>,
     pub consistency: f64,
     pub regulariser: f64,
     pub lambda: f64,
@@ -205,6 +210,9 @@ pub struct Trainer<'a> {
     step: usize,
     /// Mean label over every training window (the best constant score).
     label_mean: f64,
+    /// Mean two-point target over every training window (the best constant
+    /// grade distribution under the cross-entropy).
+    label_marginal: [f64; 4],
 }
 
 /// The mathematical result of one step, without the update (for tests).
@@ -212,6 +220,8 @@ pub struct StepOutput {
     pub loss: crate::loss::Loss,
     /// See [`StepLog::constant`].
     pub constant: f64,
+    /// See [`StepLog::constant_cross_entropy`].
+    pub constant_cross_entropy: Option<f64>,
     pub regulariser: f64,
     pub total: Tensor,
 }
@@ -255,9 +265,20 @@ impl<'a> Trainer<'a> {
             total: cfg.steps,
         };
         let labels = examples.iter().flat_map(|e| e.labels.iter());
-        let label_mean = labels.clone().sum::<f64>() / labels.count().max(1) as f64;
+        let n_labels = labels.clone().count().max(1) as f64;
+        let label_mean = labels.clone().sum::<f64>() / n_labels;
+        let mut label_marginal = [0.0; 4];
+        if cfg.supervised_loss == SupervisedLoss::CrossEntropy {
+            let n = n_labels;
+            for &y in labels {
+                for (m, q) in label_marginal.iter_mut().zip(two_point(y)?) {
+                    *m += q / n;
+                }
+            }
+        }
         Ok(Trainer {
             label_mean,
+            label_marginal,
             scorer,
             examples,
             opt: AdamW::new(vars, cfg.optim.clone())?,
@@ -306,7 +327,7 @@ impl<'a> Trainer<'a> {
         let mut grads = Grads::new();
         let mut plans = Vec::with_capacity(k);
         let (mut supervised, mut consistency, mut regulariser) = (0.0, 0.0, 0.0);
-        let (mut constant, mut cross_entropy) = (0.0, None);
+        let (mut constant, mut cross_entropy, mut constant_ce) = (0.0, None, None);
         // Means over the windows of the loss without (objective) and with
         // (total) the regularisers.
         let (mut objective, mut total): (Option<Tensor>, Option<Tensor>) = (None, None);
@@ -323,6 +344,9 @@ impl<'a> Trainer<'a> {
             constant += out.constant / k as f64;
             if let Some(c) = out.loss.cross_entropy {
                 cross_entropy = Some(cross_entropy.unwrap_or(0.0) + c / k as f64);
+            }
+            if let Some(c) = out.constant_cross_entropy {
+                constant_ce = Some(constant_ce.unwrap_or(0.0) + c / k as f64);
             }
             consistency += out.loss.consistency / k as f64;
             regulariser += out.regulariser / k as f64;
@@ -343,6 +367,7 @@ impl<'a> Trainer<'a> {
                     consistency,
                 },
                 constant,
+                constant_cross_entropy: constant_ce,
                 regulariser,
                 total,
             },
@@ -370,6 +395,21 @@ impl<'a> Trainer<'a> {
             .map(|y| (y - self.label_mean).powi(2))
             .sum::<f64>()
             / n;
+        let constant_cross_entropy = match self.cfg.supervised_loss {
+            SupervisedLoss::Squared => None,
+            SupervisedLoss::CrossEntropy => {
+                let mut sum = 0.0;
+                for &y in &ex.labels {
+                    for (q, m) in two_point(y)?.iter().zip(self.label_marginal) {
+                        // m > 0 wherever q > 0: m is the mean of these q.
+                        if *q > 0.0 {
+                            sum -= q * m.ln();
+                        }
+                    }
+                }
+                Some(sum / n)
+            }
+        };
 
         // Views that carry gradients: A always, B for OC-SFT.
         let mut views: Vec<(&[usize], Option<u64>)> =
@@ -464,6 +504,7 @@ impl<'a> Trainer<'a> {
             StepOutput {
                 loss,
                 constant,
+                constant_cross_entropy,
                 regulariser,
                 total: total.detach(),
             },
@@ -491,6 +532,7 @@ impl<'a> Trainer<'a> {
             supervised: out.loss.supervised,
             cross_entropy: out.loss.cross_entropy,
             constant: out.constant,
+            constant_cross_entropy: out.constant_cross_entropy,
             consistency: out.loss.consistency,
             regulariser: out.regulariser,
             // The weight in use: objectives without a view B have none.

@@ -239,6 +239,17 @@ fn trainer_loss_matches_finite_differences_with(supervised_loss: SupervisedLoss)
         out.loss.cross_entropy.is_some(),
         supervised_loss == SupervisedLoss::CrossEntropy
     );
+    if supervised_loss == SupervisedLoss::CrossEntropy {
+        // Labels 3, 0, 2, 0.5: the mean two-point target is
+        // (1.5, 0.5, 1, 1) / 4, and the constant's cross-entropy the mean
+        // over the four slots of -sum_g q_g ln m_g.
+        let m = [1.5f64 / 4.0, 0.5 / 4.0, 0.25, 0.25];
+        let want = -(m[3].ln() + m[0].ln() + m[2].ln() + 0.5 * m[0].ln() + 0.5 * m[1].ln()) / 4.0;
+        let got = out.constant_cross_entropy.unwrap();
+        assert!((got - want).abs() < 1e-12, "{got} vs {want}");
+    } else {
+        assert!(out.constant_cross_entropy.is_none());
+    }
     let vars = e.decoder.lora_vars();
     let base: Vec<Tensor> = vars
         .iter()

@@ -256,9 +256,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let base = args.model.model.display().to_string();
     let logs = ocrank_train::run(&mut trainer, &args.out, &settings, &base, |l| {
         bar.set_position(l.step as u64);
-        let ce = l
-            .cross_entropy
-            .map_or(String::new(), |c| format!("ce {c:.4}, "));
+        let ce = match (l.cross_entropy, l.constant_cross_entropy) {
+            (Some(c), Some(k)) => format!("ce {c:.4} vs constant {k:.4}, "),
+            _ => String::new(),
+        };
         bar.set_message(format!(
             "loss {:.4} ({ce}sq {:.4} vs constant {:.4}, cons {:.4}) lambda {:.2} {:.1} s/step",
             l.loss, l.supervised, l.constant, l.consistency, l.lambda, l.seconds
@@ -288,6 +289,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .fold((0.0, 0.0), |(a, b), l| (a + l.supervised, b + l.constant));
     if constant > 0.0 {
         doc["supervised_over_constant_last_50"] = json!(sup / constant);
+    }
+    let (ce, constant_ce) = tail.iter().fold((0.0, 0.0), |(a, b), l| {
+        (
+            a + l.cross_entropy.unwrap_or(0.0),
+            b + l.constant_cross_entropy.unwrap_or(0.0),
+        )
+    });
+    if constant_ce > 0.0 {
+        doc["cross_entropy_over_constant_last_50"] = json!(ce / constant_ce);
     }
     std::fs::write(&path, serde_json::to_string_pretty(&doc)?)
         .with_context(|| format!("writing {}", path.display()))?;
