@@ -305,12 +305,15 @@ impl<'a> Trainer<'a> {
         Ok(q)
     }
 
-    /// Grade distributions of a view without any graph (teachers).
-    fn probs_nograd(&self, q: &QueryText, ex: &Example, order: &[usize]) -> Result<Tensor> {
+    /// Log grade distributions of a view without any graph (teachers).
+    fn log_probs_nograd(&self, q: &QueryText, ex: &Example, order: &[usize]) -> Result<Tensor> {
         let d = &self.scorer.engine.decoder;
         let input = window_input(self.scorer, q, &texts(ex, order))?;
         let logits = checkpoint::forward(d, &input, None)?.logits(d)?;
-        align(&probs_from_logits(&logits, self.scorer.grade_ids())?, order)
+        align(
+            &log_probs_from_logits(&logits, self.scorer.grade_ids())?,
+            order,
+        )
     }
 
     fn dropout_key(&self, step: usize, view: u64) -> Option<u64> {
@@ -421,7 +424,8 @@ impl<'a> Trainer<'a> {
         let mut runs = Vec::new();
         let mut tops = Vec::new();
         let mut probs = Vec::new();
-        let mut ce_log_probs = None;
+        // View A's log grade distributions (cross-entropy, KL to the base).
+        let mut log_probs_a = None;
         for (v, (order, key)) in views.iter().enumerate() {
             let input = window_input(self.scorer, &q, &texts(ex, order))?;
             let run = checkpoint::forward(d, &input, *key)?;
@@ -430,8 +434,10 @@ impl<'a> Trainer<'a> {
                 &probs_from_logits(&logits, self.scorer.grade_ids())?,
                 order,
             )?);
-            if v == 0 && self.cfg.supervised_loss == SupervisedLoss::CrossEntropy {
-                ce_log_probs = Some(align(
+            let needs_log = self.cfg.supervised_loss == SupervisedLoss::CrossEntropy
+                || self.cfg.kl_base.is_some();
+            if v == 0 && needs_log {
+                log_probs_a = Some(align(
                     &log_probs_from_logits(&logits, self.scorer.grade_ids())?,
                     order,
                 )?);
@@ -450,16 +456,19 @@ impl<'a> Trainer<'a> {
             &ex.labels,
             s_b.as_ref(),
             lambda,
-            ce_log_probs.as_ref(),
+            match self.cfg.supervised_loss {
+                SupervisedLoss::CrossEntropy => log_probs_a.as_ref(),
+                SupervisedLoss::Squared => None,
+            },
         )?;
         let mut total = loss.total.clone();
         let mut regulariser = 0.0;
         if let (Some(ema_cfg), Some(ema), Some(b)) = (self.cfg.ema, &self.ema, &plan.view_b) {
             let current = current_values(self.scorer)?;
             d.set_lora(ema)?;
-            let teacher = self.probs_nograd(&q, ex, b);
+            let teacher = self.log_probs_nograd(&q, ex, b);
             d.set_lora(&current)?;
-            let t = expected(&teacher?)?;
+            let t = expected(&teacher?.exp()?)?;
             let term = ((&s_a - &t)?.sqr()?.sum_all()? / n)?;
             regulariser += term.to_dtype(DType::F64)?.to_scalar::<f64>()?;
             total = (total + (term * ema_cfg.weight)?)?;
@@ -478,11 +487,15 @@ impl<'a> Trainer<'a> {
                 })
                 .collect::<candle_core::Result<_>>()?;
             d.set_lora(&base)?;
-            let base_probs = self.probs_nograd(&q, ex, &plan.view_a);
+            let base_log_probs = self.log_probs_nograd(&q, ex, &plan.view_a);
             d.set_lora(&current)?;
-            let pb = base_probs?;
-            // KL(base || student) = sum p_b (log p_b - log p_s), per slot.
-            let kl = ((&pb * (pb.log()? - probs[0].log()?)?)?.sum_all()? / n)?;
+            let lpb = base_log_probs?;
+            let lps = log_probs_a
+                .as_ref()
+                .expect("view A's log-probs with --kl-base");
+            // KL(base || student) = sum p_b (log p_b - log p_s), per slot,
+            // from log-softmaxes: finite where a probability underflows to 0.
+            let kl = ((lpb.exp()? * (&lpb - lps)?)?.sum_all()? / n)?;
             regulariser += kl.to_dtype(DType::F64)?.to_scalar::<f64>()?;
             total = (total + (kl * w)?)?;
         }
