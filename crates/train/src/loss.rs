@@ -161,21 +161,10 @@ pub fn window_input(scorer: &Scorer, q: &QueryText, texts: &[&str]) -> Result<Wi
     })
 }
 
-/// Grade distributions `[S, 4]` from slot logits `[S, vocab]`: the four
-/// grade tokens, renormalised by a softmax built from differentiable
-/// primitives (candle's fused one has no backward; the max shift is a
-/// constant).
-pub fn probs_from_logits(logits: &Tensor, grade_ids: [u32; 4]) -> Result<Tensor> {
-    let ids = Tensor::new(&grade_ids, logits.device())?;
-    let g = logits.index_select(&ids, 1)?;
-    let max = g.max_keepdim(D::Minus1)?.detach();
-    let e = g.broadcast_sub(&max)?.exp()?;
-    Ok(e.broadcast_div(&e.sum_keepdim(D::Minus1)?)?)
-}
-
 /// Log grade distributions `[S, 4]` from slot logits `[S, vocab]`: the
-/// log-softmax over the four grade tokens from differentiable primitives,
-/// finite even where [`probs_from_logits`] underflows to 0.
+/// four grade tokens, renormalised by a log-softmax built from
+/// differentiable primitives (candle's fused softmax has no backward; the max
+/// shift is a constant). Finite even where a probability underflows to 0.
 pub fn log_probs_from_logits(logits: &Tensor, grade_ids: [u32; 4]) -> Result<Tensor> {
     let ids = Tensor::new(&grade_ids, logits.device())?;
     let g = logits.index_select(&ids, 1)?;
@@ -183,6 +172,12 @@ pub fn log_probs_from_logits(logits: &Tensor, grade_ids: [u32; 4]) -> Result<Ten
     let shifted = g.broadcast_sub(&max)?;
     let lse = shifted.exp()?.sum_keepdim(D::Minus1)?.log()?;
     Ok(shifted.broadcast_sub(&lse)?)
+}
+
+/// Grade distributions `[S, 4]` from slot logits `[S, vocab]`: the
+/// exponential of [`log_probs_from_logits`].
+pub fn probs_from_logits(logits: &Tensor, grade_ids: [u32; 4]) -> Result<Tensor> {
+    Ok(log_probs_from_logits(logits, grade_ids)?.exp()?)
 }
 
 /// `-sum_i sum_g q_g(y_i) log p_i(g)` over the slots (not divided by their

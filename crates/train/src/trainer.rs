@@ -29,8 +29,8 @@ use crate::checkpoint::{self, Grads};
 use crate::data::Example;
 use crate::error::{Error, Result};
 use crate::loss::{
-    expected, log_probs_from_logits, objective_loss, probs_from_logits, two_point, window_input,
-    Objective, SupervisedLoss,
+    expected, log_probs_from_logits, objective_loss, two_point, window_input, Objective,
+    SupervisedLoss,
 };
 use crate::optim::{AdamW, AdamWConfig, Cosine};
 
@@ -423,31 +423,22 @@ impl<'a> Trainer<'a> {
         }
         let mut runs = Vec::new();
         let mut tops = Vec::new();
-        let mut probs = Vec::new();
-        // View A's log grade distributions (cross-entropy, KL to the base).
-        let mut log_probs_a = None;
-        for (v, (order, key)) in views.iter().enumerate() {
+        // Log grade distributions of each view, in view A's candidate order.
+        let mut log_probs = Vec::new();
+        for (order, key) in &views {
             let input = window_input(self.scorer, &q, &texts(ex, order))?;
             let run = checkpoint::forward(d, &input, *key)?;
             let (top, logits) = run.head(d)?;
-            probs.push(align(
-                &probs_from_logits(&logits, self.scorer.grade_ids())?,
+            log_probs.push(align(
+                &log_probs_from_logits(&logits, self.scorer.grade_ids())?,
                 order,
             )?);
-            let needs_log = self.cfg.supervised_loss == SupervisedLoss::CrossEntropy
-                || self.cfg.kl_base.is_some();
-            if v == 0 && needs_log {
-                log_probs_a = Some(align(
-                    &log_probs_from_logits(&logits, self.scorer.grade_ids())?,
-                    order,
-                )?);
-            }
             runs.push(run);
             tops.push(top);
         }
-        let s_a = expected(&probs[0])?;
-        let s_b = match probs.get(1) {
-            Some(p) => Some(expected(p)?),
+        let s_a = expected(&log_probs[0].exp()?)?;
+        let s_b = match log_probs.get(1) {
+            Some(lp) => Some(expected(&lp.exp()?)?),
             None => None,
         };
         let lambda = self.cfg.lambda_at(step);
@@ -457,7 +448,7 @@ impl<'a> Trainer<'a> {
             s_b.as_ref(),
             lambda,
             match self.cfg.supervised_loss {
-                SupervisedLoss::CrossEntropy => log_probs_a.as_ref(),
+                SupervisedLoss::CrossEntropy => Some(&log_probs[0]),
                 SupervisedLoss::Squared => None,
             },
         )?;
@@ -490,12 +481,9 @@ impl<'a> Trainer<'a> {
             let base_log_probs = self.log_probs_nograd(&q, ex, &plan.view_a);
             d.set_lora(&current)?;
             let lpb = base_log_probs?;
-            let lps = log_probs_a
-                .as_ref()
-                .expect("view A's log-probs with --kl-base");
             // KL(base || student) = sum p_b (log p_b - log p_s), per slot,
             // from log-softmaxes: finite where a probability underflows to 0.
-            let kl = ((lpb.exp()? * (&lpb - lps)?)?.sum_all()? / n)?;
+            let kl = ((lpb.exp()? * (&lpb - &log_probs[0])?)?.sum_all()? / n)?;
             regulariser += kl.to_dtype(DType::F64)?.to_scalar::<f64>()?;
             total = (total + (kl * w)?)?;
         }
