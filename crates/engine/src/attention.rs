@@ -27,10 +27,14 @@ pub struct Chunk {
     /// Query rows `q_start .. q_start + q_len` of the new tokens.
     pub q_start: usize,
     pub q_len: usize,
-    /// New-token keys `k_start .. k_start + k_len` (after the whole prefix).
+    /// New-token keys `k_start .. k_start + k_len` (after the whole prefix
+    /// and the lead).
     pub k_start: usize,
     pub k_len: usize,
-    /// Additive mask `[q_len, prefix_len + k_len]`.
+    /// The first `lead` new tokens (the layout's shared prefix), seen by
+    /// every row of a chunk that starts after them; 0 otherwise.
+    pub lead: usize,
+    /// Additive mask `[q_len, prefix_len + lead + k_len]`.
     pub mask: Tensor,
 }
 
@@ -64,17 +68,31 @@ pub fn plan_chunks(
         while b < n && b - a < max_rows && layout.block[b] == block {
             b += 1;
         }
-        // Keys a row may see are in its block and not after it.
-        let k_start = *first_of_block.entry(block).or_insert(a);
+        // Keys a row may see are in its block and not after it, plus the
+        // shared prefix; a block that overlaps the shared prefix reads it as
+        // part of one contiguous run from 0.
+        let mut k_start = *first_of_block.entry(block).or_insert(a);
+        let lead = if layout.shared == 0 {
+            0
+        } else if k_start < layout.shared {
+            k_start = 0;
+            0
+        } else {
+            layout.shared
+        };
+        // The lead's keys are all visible (they precede every row and none is
+        // hidden: checked with the input's lengths), like the cached prefix's.
+        let visible = prefix_len + lead;
         let mask = match &ids {
-            None => host_mask(layout, a, b, k_start, prefix_len, dtype, device)?,
-            Some(ids) => ids.mask(a, b, k_start, prefix_len, dtype)?,
+            None => host_mask(layout, a, b, k_start, visible, dtype, device)?,
+            Some(ids) => ids.mask(a, b, k_start, visible, dtype)?,
         };
         chunks.push(Chunk {
             q_start: a,
             q_len: b - a,
             k_start,
             k_len: b - k_start,
+            lead,
             mask,
         });
         a = b;
@@ -82,8 +100,9 @@ pub fn plan_chunks(
     Ok(chunks)
 }
 
-/// The additive mask of rows `a..b` over the prefix and keys `k_start..b`,
-/// filled on the host.
+/// The additive mask of rows `a..b` over `prefix_len` leading keys that every
+/// row sees (cached prefix and shared lead) and keys `k_start..b`, filled on
+/// the host.
 fn host_mask(
     layout: &MaskLayout,
     a: usize,
@@ -411,7 +430,11 @@ mod tests {
         let hidden = vec![
             false, true, false, false, true, false, true, false, false, false, true, false,
         ];
-        let layout = MaskLayout { block, hidden };
+        let layout = MaskLayout {
+            block,
+            hidden,
+            shared: 0,
+        };
         let ids = DeviceIds::new(&layout, &Device::Cpu).unwrap();
         for prefix in [0, 3] {
             for rows in [1, 2, 3, 100] {

@@ -94,14 +94,18 @@ pub struct KvCache {
 
 /// Who attends to whom among the new tokens of a forward. Every new token
 /// sees the whole cached prefix; among new tokens, token q sees token k when
-/// k <= q, both are in the same block, and k is not hidden (a hidden key is
-/// seen by itself only).
+/// k <= q, k is not hidden (a hidden key is seen by itself only), and both
+/// are in the same block or k is one of the first `shared` tokens.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct MaskLayout {
     /// Block id of each new token; all zeros is plain causal attention.
     pub block: Vec<u32>,
     /// Keys hidden from every later token (e.g. placeholder grades).
     pub hidden: Vec<bool>,
+    /// The first `shared` new tokens are a prefix that every later token
+    /// sees, whatever its block: the query prefix of an invariant window
+    /// computed in the same forward (training), instead of a cached prefix.
+    pub shared: usize,
 }
 
 impl MaskLayout {
@@ -109,11 +113,12 @@ impl MaskLayout {
         MaskLayout {
             block: vec![0; n],
             hidden: vec![false; n],
+            shared: 0,
         }
     }
 
     pub fn allowed(&self, q: usize, k: usize) -> bool {
-        k == q || (k < q && self.block[k] == self.block[q] && !self.hidden[k])
+        k == q || (k < q && !self.hidden[k] && (k < self.shared || self.block[k] == self.block[q]))
     }
 }
 
@@ -173,6 +178,12 @@ impl ForwardInput<'_> {
                 self.positions.len(),
                 self.mask.block.len(),
                 self.mask.hidden.len()
+            )));
+        }
+        let shared = self.mask.shared;
+        if shared > n || self.mask.hidden[..shared].iter().any(|&h| h) {
+            return Err(Error::Input(format!(
+                "{what}: a shared prefix of {shared} tokens must lie within the {n} tokens and hide none of them"
             )));
         }
         Ok(())
@@ -725,16 +736,22 @@ impl Decoder {
                 rep * c.q_len,
                 hd,
             ))?;
-            let (kc, vc) = match past {
-                Some((pk, pv)) => (
-                    Tensor::cat(&[pk, &k_new.narrow(2, c.k_start, c.k_len)?], 2)?,
-                    Tensor::cat(&[pv, &v_new.narrow(2, c.k_start, c.k_len)?], 2)?,
-                ),
-                None => (
-                    k_new.narrow(2, c.k_start, c.k_len)?,
-                    v_new.narrow(2, c.k_start, c.k_len)?,
-                ),
+            // Keys in the mask's column order: cached prefix, shared lead,
+            // the chunk's own run.
+            let keys = |new: &Tensor, past: Option<&Tensor>| -> Result<Tensor> {
+                let mut parts: Vec<Tensor> = past.into_iter().cloned().collect();
+                if c.lead > 0 {
+                    parts.push(new.narrow(2, 0, c.lead)?);
+                }
+                parts.push(new.narrow(2, c.k_start, c.k_len)?);
+                Ok(if parts.len() == 1 {
+                    parts.pop().expect("one part")
+                } else {
+                    Tensor::cat(&parts, 2)?
+                })
             };
+            let kc = keys(&k_new, past.map(|p| &p.0))?;
+            let vc = keys(&v_new, past.map(|p| &p.1))?;
             let scores = qc.matmul(&kc.t()?)?;
             let probs = self.masked_softmax(&scores, &c.mask)?;
             let o = probs.matmul(&vc.contiguous()?)?; // [1, nkv, rep*len, hd]

@@ -27,9 +27,13 @@ pub fn pack(inputs: &[ForwardInput]) -> Result<Packed> {
     let mut p = Packed::default();
     let mut next_block = 0u32;
     for (i, input) in inputs.iter().enumerate() {
-        if input.prefix.is_some() || input.keep_cache || input.dropout.is_some() {
+        if input.prefix.is_some()
+            || input.keep_cache
+            || input.dropout.is_some()
+            || input.mask.shared > 0
+        {
             return Err(Error::Input(format!(
-                "packed input {i}: packing takes forwards without a cached prefix, kept cache or dropout"
+                "packed input {i}: packing takes forwards without a cached or shared prefix, kept cache or dropout"
             )));
         }
         input.check_lengths(&format!("packed input {i}"))?;

@@ -79,7 +79,11 @@ fn case() -> Case {
         prefix: tokens(8, 1),
         toks,
         pos,
-        mask: MaskLayout { block, hidden },
+        mask: MaskLayout {
+            block,
+            hidden,
+            shared: 0,
+        },
         readout: vec![4, 6, 17, 29],
     }
 }

@@ -89,6 +89,7 @@ fn blocks_with_restarted_positions_equal_separate_forwards() {
         let mask = MaskLayout {
             hidden: vec![false; toks.len()],
             block,
+            shared: 0,
         };
         let joint = logits(
             &m,
@@ -114,6 +115,60 @@ fn blocks_with_restarted_positions_equal_separate_forwards() {
     }
 }
 
+/// Invariant blocks after a shared prefix computed in the same forward
+/// (`MaskLayout::shared`, how training runs an invariant window) give the
+/// logits of each block after the cached prefix, for small and large
+/// attention chunks, with the prefix's block id reused by a block or not.
+#[test]
+fn shared_prefix_in_the_same_forward_equals_a_cached_prefix() {
+    for arch in ARCHS {
+        let mut m = model(arch);
+        let prefix = tokens(8, 2);
+        let blocks = [tokens(5, 3), tokens(7, 4), tokens(4, 5)];
+        let separate: Vec<Vec<f32>> = blocks
+            .iter()
+            .map(|bt| {
+                let seq: Vec<u32> = prefix.iter().chain(bt).copied().collect();
+                causal(&m, &seq, &[seq.len() - 1]).remove(0)
+            })
+            .collect();
+        for first_block in [0u32, 1] {
+            let mut toks = prefix.clone();
+            let mut pos: Vec<u32> = (0..8).collect();
+            let mut block = vec![0u32; 8];
+            let mut readout = Vec::new();
+            for (b, bt) in blocks.iter().enumerate() {
+                readout.push(toks.len() + bt.len() - 1);
+                toks.extend(bt);
+                pos.extend((0..bt.len() as u32).map(|i| 8 + i));
+                block.extend(std::iter::repeat_n(first_block + b as u32, bt.len()));
+            }
+            let mask = MaskLayout {
+                hidden: vec![false; toks.len()],
+                block,
+                shared: 8,
+            };
+            for rows in [3, 256] {
+                m.attention_rows = rows;
+                let joint = logits(&m, &ForwardInput::whole(&toks, &pos, &mask, &readout));
+                assert!(
+                    max_diff(&joint, &separate) < 1e-4,
+                    "{arch:?}, first block {first_block}, rows {rows}"
+                );
+            }
+        }
+        // A hidden token inside the shared prefix is refused.
+        let mut mask = MaskLayout::causal(9);
+        mask.shared = 8;
+        mask.hidden[3] = true;
+        let toks = tokens(9, 6);
+        let pos: Vec<u32> = (0..9).collect();
+        assert!(m
+            .forward(&ForwardInput::whole(&toks, &pos, &mask, &[8]))
+            .is_err());
+    }
+}
+
 #[test]
 fn hidden_keys_do_not_reach_later_tokens() {
     let m = model(Arch::Llama);
@@ -124,6 +179,7 @@ fn hidden_keys_do_not_reach_later_tokens() {
     let mask = MaskLayout {
         block: vec![0; 12],
         hidden,
+        shared: 0,
     };
     let read = |t: &[u32]| {
         logits(
@@ -239,6 +295,7 @@ fn packed_forwards_equal_separate_forwards() {
     let blocks = MaskLayout {
         block: vec![0, 0, 0, 5, 5, 5],
         hidden: vec![false; 6],
+        shared: 0,
     };
     let seqs: Vec<Seq> = vec![
         (tokens(9, 1), pos(9), MaskLayout::causal(9), vec![0, 8]),

@@ -104,15 +104,22 @@ pub struct Sequence {
 }
 
 impl Sequence {
-    /// The whole sequence with the query's prefix in front (one forward
-    /// without a cached prefix: training, packing several windows).
+    /// The whole sequence with the query's prefix in front, seen by every
+    /// token whatever its block (one forward without a cached prefix:
+    /// training).
     pub fn with_prefix(&self, prefix: &[u32]) -> Sequence {
         let p = prefix.len();
         let mut tokens = prefix.to_vec();
         tokens.extend(&self.tokens);
         let mut positions: Vec<u32> = (0..p as u32).collect();
         positions.extend(&self.positions);
+        // Every token sees the prefix, in whichever block it is; a causal
+        // sequence (one block, 0, the prefix's) needs no shared lead, and
+        // stays packable.
         let mut mask = MaskLayout::causal(p);
+        if self.mask.block.iter().any(|&b| b != 0) {
+            mask.shared = p;
+        }
         mask.block.extend(&self.mask.block);
         mask.hidden.extend(&self.mask.hidden);
         Sequence {
@@ -371,9 +378,11 @@ impl<'e> Scorer<'e> {
             keep_cache: false,
             dropout: None,
         })?;
+        // f32, or f64 from an f64 model (the gradient tests' reference).
         let logits = out
             .logits
-            .to_vec2::<f32>()
+            .to_dtype(ocrank_engine::DType::F32)
+            .and_then(|l| l.to_vec2::<f32>())
             .map_err(ocrank_engine::Error::from)?;
         Ok(logits
             .iter()

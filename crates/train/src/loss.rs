@@ -9,7 +9,7 @@
 
 use candle_core::{DType, Tensor, D};
 use ocrank_engine::{ForwardInput, Kernels, MaskLayout};
-use ocrank_score::{QueryText, Scorer};
+use ocrank_score::{Mode, QueryText, Scorer};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -143,16 +143,30 @@ pub fn window_input(scorer: &Scorer, q: &QueryText, texts: &[&str]) -> Result<Wi
             "training needs the composite kernels (candle's fused kernels have no backward)".into(),
         ));
     }
-    let seq = scorer
-        .batched_sequence(q, texts)?
-        .with_prefix(&q.prefix_tokens);
-    let n = seq.tokens.len();
+    let seq = match scorer.cfg.mode {
+        Mode::Batched => scorer.batched_sequence(q, texts)?,
+        Mode::Invariant => scorer.invariant_sequence(q, texts)?,
+        Mode::Pointwise => {
+            return Err(Error::Train(
+                "training takes batched or invariant windows; the invariant mode computes the pointwise scores in one pass per window (train with --mode invariant, score with either)".into(),
+            ))
+        }
+    };
     let ctx = decoder.cfg.context_length;
-    if n > ctx {
+    // Positions restart at the prefix in every invariant block, so there the
+    // context bounds the longest block; a batched window's positions run on.
+    let span = seq
+        .positions
+        .iter()
+        .map(|&p| p as usize + 1)
+        .max()
+        .unwrap_or(0);
+    if span > ctx {
         return Err(Error::Train(format!(
-            "a training window of {n} tokens exceeds the model's context of {ctx}; lower --width or --max-chars"
+            "a training window reaching position {span} exceeds the model's context of {ctx}; lower --width or --max-chars"
         )));
     }
+    let seq = seq.with_prefix(&q.prefix_tokens);
     Ok(WindowInput {
         tokens: seq.tokens,
         positions: seq.positions,

@@ -22,7 +22,7 @@ use std::time::Instant;
 
 use candle_core::{DType, Tensor};
 use ocrank_engine::LoraConfig;
-use ocrank_score::{QueryText, Scorer};
+use ocrank_score::{Mode, QueryText, Scorer};
 use serde::{Deserialize, Serialize};
 
 use crate::checkpoint::{self, Grads};
@@ -244,6 +244,13 @@ impl<'a> Trainer<'a> {
         }
         let permutes =
             matches!(cfg.objective, Objective::PermAug | Objective::OcSft) || cfg.ema.is_some();
+        if permutes && scorer.cfg.mode == Mode::Invariant {
+            return Err(Error::Train(format!(
+                "{} {}permutes windows, but an invariant window's scores do not depend on the order (every view would be the same): train the invariant mode with single-order or order-averaged",
+                cfg.objective,
+                if cfg.ema.is_some() { "with the EMA mean-teacher " } else { "" },
+            )));
+        }
         if permutes {
             if let Some(e) = examples.iter().find(|e| e.ids.len() < 2) {
                 return Err(Error::Train(format!(

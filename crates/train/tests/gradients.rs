@@ -456,6 +456,130 @@ fn pointwise_windows_train_single_order_only() {
     assert!(err.contains("EMA"), "{err}");
 }
 
+/// An invariant window (`--mode invariant`) trains the pointwise scorer: one
+/// forward with the query prefix shared by every candidate's block gives each
+/// candidate's pointwise grade distribution (not the batched window's), its
+/// loss gradient matches finite differences (the prefix collects the
+/// gradient of every block), every LoRA tensor gets a gradient, and the
+/// objectives that permute a window refuse it.
+#[test]
+fn invariant_windows_train_the_pointwise_scores() {
+    let lora = LoraConfig {
+        rank: 2,
+        alpha: 4.0,
+        dropout: 0.0,
+        ..Default::default()
+    };
+    let e = engine(DType::F64, &lora);
+    perturb_b(&e.decoder);
+    let cfg = |mode| ScoreConfig {
+        mode,
+        ..score_config()
+    };
+    let invariant = Scorer::new(&e, cfg(Mode::Invariant)).unwrap();
+    let pointwise = Scorer::new(&e, cfg(Mode::Pointwise)).unwrap();
+    let batched = Scorer::new(&e, score_config()).unwrap();
+    let ex = example();
+    let texts: Vec<&str> = ex.texts.iter().map(String::as_str).collect();
+    let q = invariant.query_text(&ex.query).unwrap();
+    let probs = |s: &Scorer| {
+        grade_probs(s, &q, &texts, None)
+            .unwrap()
+            .to_vec2::<f64>()
+            .unwrap()
+    };
+    let trained = probs(&invariant);
+    let ctx = pointwise.prepare(&ex.query).unwrap();
+    let read = pointwise.read_window(&ctx, &texts).unwrap().dists;
+    let diff = |a: &[Vec<f64>], b: &[[f64; 4]]| {
+        a.iter()
+            .zip(b)
+            .flat_map(|(x, y)| x.iter().zip(y).map(|(u, v)| (u - v).abs()))
+            .fold(0.0f64, f64::max)
+    };
+    let want: Vec<[f64; 4]> = read.iter().map(|d| d.probs).collect();
+    // The scorer reads f32 logits: agreement to f32 rounding.
+    let d = diff(&trained, &want);
+    assert!(
+        d < 1e-5,
+        "invariant training window vs pointwise scores: {d}"
+    );
+    let batched_probs: Vec<[f64; 4]> = probs(&batched)
+        .iter()
+        .map(|r| [r[0], r[1], r[2], r[3]])
+        .collect();
+    assert!(
+        diff(&trained, &batched_probs) > 1e-3,
+        "the batched window reads the same"
+    );
+
+    let mut tcfg = train_config(Objective::SingleOrder, lora.clone());
+    tcfg.kl_base = Some(0.3);
+    tcfg.supervised_loss = SupervisedLoss::CrossEntropy;
+    let mut trainer = Trainer::new(&invariant, vec![ex.clone()], tcfg).unwrap();
+    let vars = e.decoder.lora_vars();
+    let base: Vec<Tensor> = vars
+        .iter()
+        .map(|(_, v)| v.as_tensor().copy().unwrap())
+        .collect();
+    let dir = direction(&vars);
+    let grads = trainer.loss_and_grads(0).unwrap().2;
+    for (name, v) in &vars {
+        let g = grads
+            .get(&v.id())
+            .unwrap_or_else(|| panic!("{name}: no gradient"));
+        let norm = g
+            .sqr()
+            .unwrap()
+            .sum_all()
+            .unwrap()
+            .to_scalar::<f64>()
+            .unwrap();
+        assert!(norm > 0.0, "{name}: zero gradient");
+    }
+    let auto: f64 = vars
+        .iter()
+        .zip(&dir)
+        .map(|((_, v), d)| {
+            (grads.get(&v.id()).unwrap() * d)
+                .unwrap()
+                .sum_all()
+                .unwrap()
+                .to_scalar::<f64>()
+                .unwrap()
+        })
+        .sum();
+    let eps = 1e-5;
+    let mut loss_at = |x: f64| {
+        shift(&vars, &base, &dir, x);
+        trainer
+            .loss_and_grads(0)
+            .unwrap()
+            .1
+            .total
+            .to_scalar::<f64>()
+            .unwrap()
+    };
+    let fd = (loss_at(eps) - loss_at(-eps)) / (2.0 * eps);
+    let rel = (auto - fd).abs() / fd.abs().max(1e-12);
+    assert!(
+        rel < 1e-6,
+        "autograd {auto} vs finite differences {fd} (relative {rel})"
+    );
+
+    for objective in [Objective::PermAug, Objective::OcSft] {
+        let err = Trainer::new(
+            &invariant,
+            vec![ex.clone()],
+            train_config(objective, lora.clone()),
+        )
+        .err()
+        .unwrap_or_else(|| panic!("{objective} accepted an invariant window"))
+        .to_string();
+        assert!(err.contains("do not depend on the order"), "{err}");
+    }
+}
+
 #[test]
 fn fused_kernels_are_refused_for_training() {
     let lora = LoraConfig::default();

@@ -176,8 +176,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     );
     let cfg = args.scorer.config();
     anyhow::ensure!(
-        cfg.mode == ocrank_score::Mode::Batched,
-        "training trains the batched scorer: use --mode batched"
+        cfg.mode != ocrank_score::Mode::Pointwise,
+        "--mode pointwise: train with --mode invariant, which computes the same per-candidate scores in one pass per window (the adapter then scores in either mode)"
     );
     let examples = ocrank_train::examples(&pools, &labels, args.data.depth, cfg.width)?;
     let lora = LoraConfig {
