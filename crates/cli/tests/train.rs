@@ -352,3 +352,137 @@ fn label_train_kill_resume_select_and_audit_with_the_adapter() {
     let out = audit(&base_dir, Some(&a.join("adapter"))).output().unwrap();
     assert!(!out.status.success());
 }
+
+/// `--mode invariant` trains (single-order) and refuses the objectives that
+/// permute a window; `--mode pointwise` points to it; `train-bench --shapes`
+/// times pointwise and invariant windows side by side, per candidate.
+#[test]
+fn invariant_training_and_train_bench_shapes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let model = tmp.path().join("tiny");
+    tiny_model(&model);
+    let labels = tmp.path().join("labels.jsonl");
+    ok(ocrank(&[
+        "label",
+        "--teacher",
+        "gold",
+        "--pools",
+        DL21,
+        "--qrels",
+        QRELS,
+        "--depth",
+        "6",
+        "--out",
+        labels.to_str().unwrap(),
+    ]));
+    let run = |objective: &str, mode: &str, out: &Path| {
+        ocrank(&[
+            "train",
+            "--model",
+            model.to_str().unwrap(),
+            "--pools",
+            DL21,
+            "--labels",
+            labels.to_str().unwrap(),
+            "--depth",
+            "6",
+            "--width",
+            "3",
+            "--max-chars",
+            "80",
+            "--mode",
+            mode,
+            "--objective",
+            objective,
+            "--steps",
+            "2",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap()
+    };
+    let dir = tmp.path().join("invariant");
+    let out = run("single-order", "invariant", &dir);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(dir.join("adapter/adapter_model.safetensors").exists());
+    let train: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("train.json")).unwrap()).unwrap();
+    assert_eq!(train["settings"]["scorer"]["mode"], "invariant", "{train}");
+    for (objective, mode, says) in [
+        ("oc-sft", "invariant", "do not depend on the order"),
+        ("perm-aug", "invariant", "do not depend on the order"),
+        ("single-order", "pointwise", "--mode invariant"),
+    ] {
+        let out = run(
+            objective,
+            mode,
+            &tmp.path().join(format!("{objective}-{mode}")),
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains(says),
+            "{objective} {mode}: {err}"
+        );
+    }
+
+    let bench = tmp.path().join("bench.json");
+    ok(ocrank(&[
+        "train-bench",
+        "--model",
+        model.to_str().unwrap(),
+        "--pools",
+        DL21,
+        "--labels",
+        labels.to_str().unwrap(),
+        "--depth",
+        "6",
+        "--max-chars",
+        "80",
+        "--objectives",
+        "single-order",
+        "--shapes",
+        "batched:1,invariant:3",
+        "--steps",
+        "1",
+        "--out",
+        bench.to_str().unwrap(),
+    ]));
+    let b: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&bench).unwrap()).unwrap();
+    let rows = b["results"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{b}");
+    assert_eq!(
+        (rows[0]["mode"].as_str(), rows[0]["width"].as_u64()),
+        (Some("batched"), Some(1))
+    );
+    assert_eq!(
+        (rows[1]["mode"].as_str(), rows[1]["width"].as_u64()),
+        (Some("invariant"), Some(3))
+    );
+    // Three blocks share one prefix: more tokens than one pointwise window,
+    // fewer than three.
+    let tokens = |r: &serde_json::Value| r["tokens_per_view"].as_u64().unwrap();
+    assert!(tokens(&rows[1]) > tokens(&rows[0]) && tokens(&rows[1]) < 3 * tokens(&rows[0]));
+    for r in rows {
+        assert!(r["seconds_per_candidate"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    assert_eq!(rows[0]["candidate_ratio_to_first"].as_f64(), Some(1.0));
+    // A malformed shape is refused with the reason.
+    let out = ocrank(&[
+        "train-bench",
+        "--pools",
+        DL21,
+        "--labels",
+        "x",
+        "--shapes",
+        "invariant",
+    ])
+    .output()
+    .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("MODE:WIDTH"));
+}
