@@ -354,8 +354,9 @@ fn label_train_kill_resume_select_and_audit_with_the_adapter() {
 }
 
 /// `--mode invariant` trains (single-order) and refuses the objectives that
-/// permute a window; `--mode pointwise` points to it; `train-bench --shapes`
-/// times pointwise and invariant windows side by side, per candidate.
+/// permute a window; `--mode pointwise` points to it; its adapter
+/// warm-starts a batched run (`--init-adapter`); `train-bench --shapes` times
+/// pointwise and invariant windows side by side, per candidate.
 #[test]
 fn invariant_training_and_train_bench_shapes() {
     let tmp = tempfile::tempdir().unwrap();
@@ -429,6 +430,79 @@ fn invariant_training_and_train_bench_shapes() {
             "{objective} {mode}: {err}"
         );
     }
+
+    // The invariant student warm-starts a batched run: with lr 0 its adapter
+    // comes out unchanged; a mismatched rank is refused with both configs.
+    let student = dir.join("adapter");
+    let warm = |extra: &[&str], out: &Path| {
+        let mut c = ocrank(&[
+            "train",
+            "--model",
+            model.to_str().unwrap(),
+            "--pools",
+            DL21,
+            "--labels",
+            labels.to_str().unwrap(),
+            "--depth",
+            "6",
+            "--width",
+            "3",
+            "--max-chars",
+            "80",
+            "--objective",
+            "oc-sft",
+            "--steps",
+            "1",
+            "--lr",
+            "0",
+            "--init-adapter",
+            student.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        c.args(extra);
+        c.output().unwrap()
+    };
+    let warm_dir = tmp.path().join("warm");
+    let out = warm(&[], &warm_dir);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tensors = |d: &Path| {
+        candle_core::safetensors::load(
+            d.join("adapter_model.safetensors"),
+            &candle_core::Device::Cpu,
+        )
+        .unwrap()
+    };
+    let (before, after) = (tensors(&student), tensors(&warm_dir.join("adapter")));
+    assert_eq!(before.len(), after.len());
+    for (name, t) in &before {
+        let diff = (t - &after[name])
+            .unwrap()
+            .abs()
+            .unwrap()
+            .max_all()
+            .unwrap()
+            .to_scalar::<f32>()
+            .unwrap();
+        assert_eq!(diff, 0.0, "{name} changed at lr 0");
+    }
+    let train: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(warm_dir.join("train.json")).unwrap())
+            .unwrap();
+    assert!(
+        train["settings"]["init_adapter"]["sha256"].is_string(),
+        "{train}"
+    );
+    let out = warm(&["--rank", "8"], &tmp.path().join("warm-r8"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("rank 16") && err.contains("rank 8"),
+        "{err}"
+    );
 
     let bench = tmp.path().join("bench.json");
     ok(ocrank(&[

@@ -104,6 +104,13 @@ pub struct Args {
     /// Seed of data order, views, dropout and adapter initialisation.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Start from this adapter's weights (PEFT layout, e.g. an `ocrank
+    /// train --mode invariant` student) instead of fresh ones: a warm start
+    /// whose content signal the new objective keeps training. Its rank,
+    /// alpha, dropout and target modules must be the ones of this run.
+    /// `--kl-base` still pulls towards the model without any adapter.
+    #[arg(long, value_name = "DIR")]
+    pub init_adapter: Option<PathBuf>,
     #[arg(long, default_value_t = 50)]
     pub checkpoint_every: usize,
     /// EMA mean-teacher decay (enables the EMA regulariser).
@@ -229,11 +236,46 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .map(|p| p.display().to_string())
             .collect::<Vec<_>>());
     }
+    if let Some(dir) = &args.init_adapter {
+        let theirs = ocrank_engine::lora::read_adapter_config(dir)?;
+        let sorted = |t: &[String]| {
+            let mut t = t.to_vec();
+            t.sort();
+            t
+        };
+        anyhow::ensure!(
+            (theirs.rank, theirs.alpha, theirs.dropout) == (lora.rank, lora.alpha, lora.dropout)
+                && sorted(&theirs.targets) == sorted(&lora.targets),
+            "--init-adapter {}: its adapter (rank {}, alpha {}, dropout {}, targets {}) differs from this run's (rank {}, alpha {}, dropout {}, targets {}); pass the matching --rank/--alpha/--lora-dropout",
+            dir.display(),
+            theirs.rank,
+            theirs.alpha,
+            theirs.dropout,
+            theirs.targets.join(","),
+            lora.rank,
+            lora.alpha,
+            lora.dropout,
+            lora.targets.join(",")
+        );
+        // Only when given, so that runs from before this flag still resume.
+        settings["init_adapter"] = json!({
+            "dir": dir.display().to_string(),
+            "sha256": sha256_file(&dir.join("adapter_model.safetensors"))?,
+        });
+    }
     args.model.fingerprint(&mut settings)?;
 
     let mut engine = args.model.load()?;
     engine.decoder.kernels = Kernels::Composite;
-    engine.decoder.attach_lora(&lora, args.seed)?;
+    match &args.init_adapter {
+        Some(dir) => {
+            engine
+                .decoder
+                .load_lora(dir)
+                .with_context(|| format!("--init-adapter {}", dir.display()))?;
+        }
+        None => engine.decoder.attach_lora(&lora, args.seed)?,
+    }
     let scorer = Scorer::new(&engine, cfg)?;
     let mut trainer = Trainer::new(&scorer, examples, tcfg)?;
     eprintln!(

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Invariant training (reports/training/invariant/): SmolLM2-135M-Instruct
+# trained with LoRA on invariant windows (each candidate sees only the query
+# prefix and itself: the pointwise scorer, 10 candidates per forward), then
+# selected on held-out DL21 queries and audited on all 43 DL19 queries next to
+# the off-the-shelf model in the same mode; the student is also audited as a
+# batched scorer (does what it learned transfer to a batched window?).
+# Every step is resumable: rerun after an interruption.
+#
+#   scripts/invariant_report.sh                  # 240 steps, lr 1e-3, cross-entropy
+#   STEPS=480 scripts/invariant_report.sh        # a longer run (its own directory)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${OCRANK:-target/release/ocrank}
+D=${DATA:-../shared/data/msmarco}
+OUT=${OUT:-reports/training/invariant}
+RUNS=${RUNS:-runs/probe}
+STEPS=${STEPS:-240}
+LR=${LR:-1e-3}
+LOSS=${LOSS:-cross-entropy}
+LABELS=${LABELS:-runs/train/labels-minilm.jsonl}
+WARMUP=$(( STEPS / 20 ))
+EVERY=$(( STEPS / 8 ))
+SCORER=(--width 10 --max-chars 300 --template compact)
+RUN="$RUNS/invariant-s$STEPS-lr$LR"
+[ "$LOSS" = squared ] || RUN="$RUN-ce"
+read -r -a MODEL <<< "${MODEL_ARGS:-}"
+
+mkdir -p "$RUNS" "$OUT"
+[ -f "$LABELS" ] || "$BIN" label --teacher embedding \
+    --pools "$D/dl21/bm25-top100.json" "$D/dl22/bm25-top100.json" --depth 20 \
+    --calibration-pools "$D/dl21/bm25-top100.json" --calibration-qrels "$D/dl21/qrels.txt" \
+    --out "$LABELS"
+
+echo "== train"
+"$BIN" train --pools "$D/dl21/bm25-top100.json" "$D/dl22/bm25-top100.json" \
+    --heldout-pools "$D/dl21/bm25-top100.json" --labels "$LABELS" --depth 20 \
+    "${SCORER[@]}" "${MODEL[@]}" --mode invariant --objective single-order \
+    --steps "$STEPS" --lr "$LR" --lr-warmup "$WARMUP" --supervised-loss "$LOSS" \
+    --checkpoint-every "$EVERY" --out "$RUN"
+
+echo "== select (held-out DL21 queries, nDCG@10; the order does not matter here)"
+"$BIN" select --runs "$RUN" --pools "$D/dl21/bm25-top100.json" \
+    --qrels "$D/dl21/qrels.txt" --depth 20 --permutations 1 --include-base \
+    "${MODEL[@]}" --out "$RUN/selection.json"
+adapter="$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["selected"]["adapter"] or "")' "$RUN/selection.json")"
+
+audit() { name=$1; shift; echo "== audit $name"; "$BIN" audit \
+    --pools "$D/dl19/bm25-top100.json" --qrels "$D/dl19/qrels.txt" \
+    --depth 20 "${SCORER[@]}" "${MODEL[@]}" "$@" --out "$OUT/$name"; }
+audit off-the-shelf-invariant --mode invariant --permutations 2
+audit student-invariant --mode invariant --permutations 2 --adapter "$RUN/adapter"
+dirs=("$OUT/off-the-shelf-invariant" "$OUT/student-invariant")
+# The final adapter is audited above; audit the selected checkpoint when it is
+# another one (and not the base model).
+if [ -n "$adapter" ] && [ "$(basename "$adapter")" != "step-$(printf %06d "$STEPS")" ]; then
+    audit selected-invariant --mode invariant --permutations 2 --adapter "$adapter"
+    dirs+=("$OUT/selected-invariant")
+fi
+"$BIN" compare "${dirs[@]}" \
+    --measures ndcg_at_10,ndcg_at_10_mean,ndcg_at_10_worst,tau_psi \
+    --out "$OUT/compare-invariant.md"
+
+# The same student reading a batched window, on the 6 queries and 3 orders of
+# the pilot's off-the-shelf audit (reports/training/off-the-shelf, same settings).
+audit student-batched --mode batched --queries 6 --permutations 3 --adapter "$RUN/adapter"
+"$BIN" compare reports/training/off-the-shelf "$OUT/student-batched" \
+    --measures ndcg_at_10,ndcg_at_10_mean,ndcg_at_10_worst,tau_psi,retained_set_overlap \
+    --out "$OUT/compare-batched.md"
+
+echo "== step time: pointwise windows vs invariant windows of 10, side by side"
+"$BIN" train-bench --pools "$D/dl21/bm25-top100.json" --labels "$LABELS" --depth 20 \
+    --max-chars 300 --template compact "${MODEL[@]}" --objectives single-order \
+    --shapes batched:1,invariant:10 --steps 5 --out "$OUT/bench.json"
+
+cp "$RUN/train.json" "$RUN/log.jsonl" "$RUN/selection.json" "$RUN/selection.md" "$OUT/"
+scripts/train_curve.py "$RUN" --bin $(( STEPS / 4 )) > "$OUT/curve.md"
