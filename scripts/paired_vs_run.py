@@ -1,0 +1,27 @@
+#!/usr/bin/env python3
+"""Paired bootstrap of an audit's per-query nDCG@10 against a TREC run's
+(e.g. the first stage), over the queries both have:
+
+    target/release/ocrank eval --run RUN --qrels QRELS -q > run-per-query.txt
+    scripts/paired_vs_run.py AUDIT_DIR run-per-query.txt
+"""
+import json
+import random
+import sys
+
+audit, per_query = sys.argv[1], sys.argv[2]
+a = {q: m["ndcg_at_10"] for q, m in json.load(open(f"{audit}/results.json"))["per_query"].items()}
+b = {}
+for line in open(per_query):
+    parts = line.split("\t")
+    if len(parts) == 3 and parts[0].strip() == "ndcg_cut_10" and parts[1] != "all":
+        b[parts[1]] = float(parts[2])
+qs = sorted(set(a) & set(b))
+if not qs:
+    sys.exit("no query in common")
+d = [a[q] - b[q] for q in qs]
+rng = random.Random(0)
+boot = sorted(sum(rng.choice(d) for _ in d) / len(d) for _ in range(10000))
+mean = sum(d) / len(d)
+print(f"{len(qs)} queries: audit {sum(a[q] for q in qs) / len(qs):.4f}, run {sum(b[q] for q in qs) / len(qs):.4f}, "
+      f"difference {mean:+.4f} [{boot[249]:+.4f}, {boot[9749]:+.4f}] (95% paired bootstrap, 10,000 resamples)")
