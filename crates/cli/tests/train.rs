@@ -54,6 +54,23 @@ fn ok(mut c: Command) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
 }
 
+/// Gold labels of the DL21 top `depth` (`ocrank label --teacher gold`).
+fn gold_labels(depth: usize, out: &Path) {
+    ok(ocrank(&[
+        "label",
+        "--teacher",
+        "gold",
+        "--pools",
+        DL21,
+        "--qrels",
+        QRELS,
+        "--depth",
+        &depth.to_string(),
+        "--out",
+        out.to_str().unwrap(),
+    ]));
+}
+
 fn train(model: &Path, labels: &Path, out: &Path) -> Command {
     ocrank(&[
         "train",
@@ -104,19 +121,7 @@ fn label_train_kill_resume_select_and_audit_with_the_adapter() {
     let model = tmp.path().join("tiny");
     tiny_model(&model);
     let labels = tmp.path().join("labels.jsonl");
-    ok(ocrank(&[
-        "label",
-        "--teacher",
-        "gold",
-        "--pools",
-        DL21,
-        "--qrels",
-        QRELS,
-        "--depth",
-        "4",
-        "--out",
-        labels.to_str().unwrap(),
-    ]));
+    gold_labels(4, &labels);
     let l = ocrank_data::read_labels(&labels).unwrap();
     assert_eq!(l.header.teacher, "gold");
     assert_eq!(l.len(), 53 * 4);
@@ -363,19 +368,7 @@ fn invariant_training_and_train_bench_shapes() {
     let model = tmp.path().join("tiny");
     tiny_model(&model);
     let labels = tmp.path().join("labels.jsonl");
-    ok(ocrank(&[
-        "label",
-        "--teacher",
-        "gold",
-        "--pools",
-        DL21,
-        "--qrels",
-        QRELS,
-        "--depth",
-        "6",
-        "--out",
-        labels.to_str().unwrap(),
-    ]));
+    gold_labels(6, &labels);
     let run = |objective: &str, mode: &str, out: &Path| {
         ocrank(&[
             "train",
