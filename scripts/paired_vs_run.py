@@ -3,14 +3,19 @@
 (e.g. the first stage), over the queries both have:
 
     target/release/ocrank eval --run RUN --qrels QRELS -q > run-per-query.txt
-    scripts/paired_vs_run.py AUDIT_DIR run-per-query.txt
+    scripts/paired_vs_run.py AUDIT_DIR run-per-query.txt [MEASURE]
+
+MEASURE is a per-query key of the audit's results.json: ndcg_at_10 (the
+canonical order, default), ndcg_at_10_mean or ndcg_at_10_worst (over the
+audit's permutations).
 """
 import json
 import random
 import sys
 
 audit, per_query = sys.argv[1], sys.argv[2]
-a = {q: m["ndcg_at_10"] for q, m in json.load(open(f"{audit}/results.json"))["per_query"].items()}
+measure = sys.argv[3] if len(sys.argv) > 3 else "ndcg_at_10"
+a = {q: m[measure] for q, m in json.load(open(f"{audit}/results.json"))["per_query"].items()}
 b = {}
 for line in open(per_query):
     parts = line.split("\t")
@@ -23,5 +28,5 @@ d = [a[q] - b[q] for q in qs]
 rng = random.Random(0)
 boot = sorted(sum(rng.choice(d) for _ in d) / len(d) for _ in range(10000))
 mean = sum(d) / len(d)
-print(f"{len(qs)} queries: audit {sum(a[q] for q in qs) / len(qs):.4f}, run {sum(b[q] for q in qs) / len(qs):.4f}, "
+print(f"{len(qs)} queries: audit {measure} {sum(a[q] for q in qs) / len(qs):.4f}, run {sum(b[q] for q in qs) / len(qs):.4f}, "
       f"difference {mean:+.4f} [{boot[249]:+.4f}, {boot[9749]:+.4f}] (95% paired bootstrap, 10,000 resamples)")
