@@ -5,11 +5,16 @@
     target/release/ocrank eval --run RUN --qrels QRELS -q > run-per-query.txt
     scripts/paired_vs_run.py AUDIT_DIR run-per-query.txt [MEASURE]
 
+The second argument may also be another audit's directory: its canonical
+nDCG@10 is the reference (e.g. an invariant audit, whose score does not
+depend on the order).
+
 MEASURE is a per-query key of the audit's results.json: ndcg_at_10 (the
 canonical order, default), ndcg_at_10_mean or ndcg_at_10_worst (over the
 audit's permutations).
 """
 import json
+import os
 import random
 import sys
 
@@ -17,7 +22,9 @@ audit, per_query = sys.argv[1], sys.argv[2]
 measure = sys.argv[3] if len(sys.argv) > 3 else "ndcg_at_10"
 a = {q: m[measure] for q, m in json.load(open(f"{audit}/results.json"))["per_query"].items()}
 b = {}
-for line in open(per_query):
+if os.path.isdir(per_query):
+    b = {q: m["ndcg_at_10"] for q, m in json.load(open(f"{per_query}/results.json"))["per_query"].items()}
+for line in ([] if b else open(per_query)):
     parts = line.split("\t")
     if len(parts) == 3 and parts[0].strip() == "ndcg_cut_10" and parts[1] != "all":
         b[parts[1]] = float(parts[2])

@@ -3,6 +3,7 @@
 or the candidate?
 
     scripts/score_variance.py AUDIT_DIR [AUDIT_DIR ...] [--out FILE.md]
+    scripts/score_variance.py --synthetic     # self-check on scores with a known candidate effect
 
 Reads each audit's windows.jsonl (every scored slot of every permutation) and
 reports the share of the score variance that each grouping explains (R^2 of
@@ -39,7 +40,25 @@ def within_query_share(rows, key, scores):
     return (qk - q) / (1.0 - q) if q < 1.0 else float("nan")
 
 
-def analyse(directory, shuffles=500):
+def synthetic():
+    """20 queries x 20 candidates x 3 orders, B = 10: score = 0.5 x a candidate
+    effect (sd 1) + a slot gradient + noise (sd 1). The candidate share must
+    clear its null."""
+    rng = random.Random(1)
+    rows = []
+    for q in range(20):
+        effect = [rng.gauss(0, 1) for _ in range(20)]
+        for _ in range(3):
+            order = list(range(20))
+            rng.shuffle(order)
+            for i, c in enumerate(order):
+                slot = i % 10 + 1
+                score = 0.5 * effect[c] + (11 - slot) * 0.3 + rng.gauss(0, 1)
+                rows.append({"qid": str(q), "candidate": str(c), "slot": slot, "score": score})
+    return rows
+
+
+def read_rows(directory):
     rows = []
     path = f"{directory}/windows.jsonl"
     with open(path) as f:
@@ -48,6 +67,11 @@ def analyse(directory, shuffles=500):
                 rows.extend(json.loads(line)["records"])
             except (json.JSONDecodeError, KeyError) as e:
                 raise SystemExit(f"{path}:{line_no}: not a window record ({e})")
+    return rows
+
+
+def analyse(directory, shuffles=500):
+    rows = synthetic() if directory == "--synthetic" else read_rows(directory)
     scores = [r["score"] for r in rows]
     if len({(r["qid"], r["candidate"]) for r in rows}) == len(rows):
         print(f"warning: {directory} scores every candidate once (one order): the candidate "
@@ -85,7 +109,8 @@ def analyse(directory, shuffles=500):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("audits", nargs="+")
+    ap.add_argument("audits", nargs="*")
+    ap.add_argument("--synthetic", action="store_true", help="add the synthetic self-check row")
     ap.add_argument("--out")
     args = ap.parse_args()
     cols = [
@@ -100,7 +125,9 @@ def main():
         ("candidate, null 95%", "candidate_share_null_p95", "{:.3f}"),
     ]
     lines = ["| audit | " + " | ".join(c[0] for c in cols) + " |", "|---" * (len(cols) + 1) + "|"]
-    for d in args.audits:
+    if not args.audits and not args.synthetic:
+        ap.error("give audit directories or --synthetic")
+    for d in args.audits + (["--synthetic"] if args.synthetic else []):
         a = analyse(d)
         lines.append(f"| {d} | " + " | ".join(fmt.format(a[k]) for _, k, fmt in cols) + " |")
     text = "\n".join(lines) + "\n"
