@@ -163,6 +163,29 @@ fn seeded_order(seed: u64, what: &str, step: usize, n: usize) -> Vec<usize> {
     ocrank_plan::permutation(seed, &format!("ocrank-train/{what}/{step}"), n, 1)
 }
 
+/// A seeded order of `n` candidates that differs from `other` whenever
+/// `n >= 2`: the first draw, redrawn (draw 2, 3, ...) only while it equals
+/// `other`. Two equal views make the consistency term zero, which a uniform
+/// draw does on half the steps at width 2; at width 10 the first draw almost
+/// never needs a redraw, so runs keep the views they had.
+fn seeded_order_unlike(
+    seed: u64,
+    what: &str,
+    step: usize,
+    n: usize,
+    other: &[usize],
+) -> Vec<usize> {
+    let key = format!("ocrank-train/{what}/{step}");
+    let mut draw = 1;
+    loop {
+        let order = ocrank_plan::permutation(seed, &key, n, draw);
+        if n < 2 || order != other {
+            return order;
+        }
+        draw += 1;
+    }
+}
+
 /// The window and views of 0-based window index `step` (see [`example_at`]).
 pub fn plan_step(cfg: &TrainConfig, examples: &[Example], step: usize) -> StepPlan {
     let example = example_at(cfg.seed, examples.len(), step);
@@ -173,7 +196,7 @@ pub fn plan_step(cfg: &TrainConfig, examples: &[Example], step: usize) -> StepPl
         _ => identity,
     };
     let view_b = if cfg.objective == Objective::OcSft || cfg.ema.is_some() {
-        Some(seeded_order(cfg.seed, "view-b", step, n))
+        Some(seeded_order_unlike(cfg.seed, "view-b", step, n, &view_a))
     } else {
         None
     };
@@ -776,4 +799,65 @@ pub fn read_log(path: &Path) -> Result<Vec<StepLog>> {
                 .map_err(|e| Error::Train(format!("{}:{}: {e}", path.display(), i + 1)))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(objective: Objective) -> TrainConfig {
+        TrainConfig {
+            objective,
+            steps: 100,
+            lambda: 1.0,
+            lambda_warmup: 0,
+            lora: LoraConfig::default(),
+            optim: AdamWConfig::default(),
+            lr_warmup: 0,
+            seed: 0,
+            checkpoint_every: 100,
+            ema: None,
+            kl_base: None,
+            windows_per_step: 1,
+            supervised_loss: Default::default(),
+        }
+    }
+
+    fn example(n: usize) -> Example {
+        Example {
+            qid: "q".into(),
+            query: "query".into(),
+            ids: (0..n).map(|i| i.to_string()).collect(),
+            texts: (0..n).map(|i| format!("text {i}")).collect(),
+            labels: vec![0.0; n],
+        }
+    }
+
+    #[test]
+    fn oc_sft_view_b_always_differs_from_view_a() {
+        let cfg = config(Objective::OcSft);
+        for n in [2, 3, 10] {
+            let examples = vec![example(n)];
+            let mut redrawn = 0;
+            for step in 0..200 {
+                let plan = plan_step(&cfg, &examples, step);
+                let b = plan.view_b.expect("OC-SFT has a view B");
+                assert_ne!(b, plan.view_a, "width {n}, step {step}");
+                let mut sorted = b.clone();
+                sorted.sort_unstable();
+                assert_eq!(sorted, (0..n).collect::<Vec<_>>());
+                // The first draw is kept whenever it already differs.
+                let first = seeded_order(cfg.seed, "view-b", step, n);
+                if first == plan.view_a {
+                    redrawn += 1;
+                } else {
+                    assert_eq!(b, first);
+                }
+            }
+            // A uniform draw at width 2 repeats the identity about half the time.
+            if n == 2 {
+                assert!(redrawn > 50, "width 2: {redrawn} redraws in 200 steps");
+            }
+        }
+    }
 }
