@@ -15,6 +15,8 @@
 # (examples/readout_features + scripts/readout_probe.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/report-lib.sh
+source scripts/report-lib.sh
 BIN=${OCRANK:-target/release/ocrank}
 D=${DATA:-../shared/data/msmarco}
 OUT=${OUT:-reports/training/invariant}
@@ -31,10 +33,7 @@ RUN="$RUNS/invariant-s$STEPS-lr$LR"
 read -r -a MODEL <<< "${MODEL_ARGS:-}"
 
 mkdir -p "$RUNS" "$OUT"
-[ -f "$LABELS" ] || "$BIN" label --teacher embedding \
-    --pools "$D/dl21/bm25-top100.json" "$D/dl22/bm25-top100.json" --depth 20 \
-    --calibration-pools "$D/dl21/bm25-top100.json" --calibration-qrels "$D/dl21/qrels.txt" \
-    --out "$LABELS"
+minilm_labels "$LABELS"
 
 echo "== train"
 "$BIN" train --pools "$D/dl21/bm25-top100.json" "$D/dl22/bm25-top100.json" \

@@ -21,6 +21,8 @@
 # machine has no MiniLM).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/report-lib.sh
+source scripts/report-lib.sh
 BIN=${OCRANK:-target/release/ocrank}
 D=${DATA:-../shared/data/msmarco}
 OUT=${OUT:-reports/training}
@@ -48,10 +50,7 @@ SPLIT=()
 [ "${SPLIT_DL21_ONLY:-0}" = 1 ] && SPLIT=(--heldout-pools "$D/dl21/bm25-top100.json")
 
 mkdir -p "$RUNS" "$OUT"
-[ -f "$LABELS" ] || "$BIN" label --teacher embedding \
-    --pools "$D/dl21/bm25-top100.json" "$D/dl22/bm25-top100.json" --depth 20 \
-    --calibration-pools "$D/dl21/bm25-top100.json" --calibration-qrels "$D/dl21/qrels.txt" \
-    --out "$LABELS"
+minilm_labels "$LABELS"
 
 for obj in $OBJECTIVES; do
     echo "== train $obj"

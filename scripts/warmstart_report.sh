@@ -18,6 +18,8 @@
 # Needs the invariant adapter: scripts/invariant_report.sh builds it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/report-lib.sh
+source scripts/report-lib.sh
 BIN=${OCRANK:-target/release/ocrank}
 D=${DATA:-../shared/data/msmarco}
 OUT=${OUT:-reports/training/warmstart}
@@ -46,31 +48,25 @@ train() { name=$1; shift; echo "== train $name"
         --checkpoint-every "$EVERY" "$@" --out "$RUNS/$name-s$STEPS-lr$LR"
     mkdir -p "$OUT/train-$name"
     cp "$RUNS/$name-s$STEPS-lr$LR/train.json" "$RUNS/$name-s$STEPS-lr$LR/log.jsonl" "$OUT/train-$name/"; }
-audit() { name=$1; shift
-    if [ -f "$OUT/$name/results.json" ]; then echo "== audit $name: done"; return; fi
-    echo "== audit $name"; "$BIN" audit \
-    --pools "$D/dl19/bm25-top100.json" --qrels "$D/dl19/qrels.txt" \
-    --depth 20 "${SCORER[@]}" "${MODEL[@]}" --mode batched --permutations "$PERMS" \
-    "$@" --out "$OUT/$name"; }
 
 dirs=()
 if [ "${WARM:-1}" = 1 ]; then
     train ws-single-order --objective single-order --init-adapter "$INIT"
-    audit ws-single-order$SFX --adapter "$RUNS/ws-single-order-s$STEPS-lr$LR/adapter"
+    batched_audit ws-single-order$SFX --adapter "$RUNS/ws-single-order-s$STEPS-lr$LR/adapter"
     dirs+=("$OUT/ws-single-order$SFX")
 fi
 if [ "${OCSFT:-1}" = 1 ]; then
     train ws-oc-sft --objective oc-sft --init-adapter "$INIT"
-    audit ws-oc-sft$SFX --adapter "$RUNS/ws-oc-sft-s$STEPS-lr$LR/adapter"
+    batched_audit ws-oc-sft$SFX --adapter "$RUNS/ws-oc-sft-s$STEPS-lr$LR/adapter"
     dirs+=("$OUT/ws-oc-sft$SFX")
 fi
 if [ "${START:-1}" = 1 ]; then
-    audit start --adapter "$INIT"
+    batched_audit start --adapter "$INIT"
     dirs=("$OUT/start" "${dirs[@]}")
 fi
 if [ "${CONTROL:-0}" = 1 ]; then
     train single-order --objective single-order
-    audit single-order$SFX --adapter "$RUNS/single-order-s$STEPS-lr$LR/adapter"
+    batched_audit single-order$SFX --adapter "$RUNS/single-order-s$STEPS-lr$LR/adapter"
     dirs+=("$OUT/single-order$SFX")
 fi
 [ "${#dirs[@]}" -lt 2 ] || "$BIN" compare "${dirs[@]}" \

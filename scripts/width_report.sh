@@ -17,6 +17,8 @@
 # WINDOWS (windows per step, 1), BASE (1: audit the base model too).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/report-lib.sh
+source scripts/report-lib.sh
 BIN=${OCRANK:-target/release/ocrank}
 D=${DATA:-../shared/data/msmarco}
 WIDTH=${WIDTH:-2}
@@ -38,21 +40,12 @@ mkdir -p "$RUNS" "$OUT" "$(dirname "$LABELS")"
 # Names carry the settings that differ from the defaults.
 SFX="-s$STEPS"; [ "$WINDOWS" = 1 ] || SFX="$SFX-w$WINDOWS"
 
-[ -f "$LABELS" ] || "$BIN" label --teacher embedding \
-    --pools "$D/dl21/bm25-top100.json" "$D/dl22/bm25-top100.json" --depth 20 \
-    --calibration-pools "$D/dl21/bm25-top100.json" --calibration-qrels "$D/dl21/qrels.txt" \
-    --out "$LABELS"
+minilm_labels "$LABELS"
 
-audit() { name=$1; shift
-    if [ -f "$OUT/$name/results.json" ]; then echo "== audit $name: done"; return; fi
-    echo "== audit $name"; "$BIN" audit \
-    --pools "$D/dl19/bm25-top100.json" --qrels "$D/dl19/qrels.txt" \
-    --depth 20 "${SCORER[@]}" "${MODEL[@]}" --mode batched --permutations "$PERMS" \
-    "$@" --out "$OUT/$name"; }
 
 dirs=()
 if [ "${BASE:-1}" = 1 ]; then
-    audit off-the-shelf
+    batched_audit off-the-shelf
     dirs+=("$OUT/off-the-shelf")
 fi
 for obj in $OBJECTIVES; do
@@ -66,7 +59,7 @@ for obj in $OBJECTIVES; do
         --checkpoint-every "$EVERY" --out "$run"
     mkdir -p "$OUT/train-$obj$SFX"
     cp "$run/train.json" "$run/log.jsonl" "$OUT/train-$obj$SFX/"
-    audit "$obj$SFX" --adapter "$run/adapter"
+    batched_audit "$obj$SFX" --adapter "$run/adapter"
     dirs+=("$OUT/$obj$SFX")
 done
 [ "${#dirs[@]}" -lt 2 ] || "$BIN" compare "${dirs[@]}" \

@@ -1,0 +1,20 @@
+# Shared steps of the training report scripts (sourced, not run). The caller
+# sets BIN (the ocrank binary), D (the msmarco data directory) and, for
+# batched_audit, OUT, PERMS and the arrays SCORER and MODEL.
+
+# The MiniLM teacher's labels for the DL21 + DL22 training pools (top 20),
+# calibrated on the DL21 judgments; kept when the file already exists.
+minilm_labels() { labels=$1
+    [ -f "$labels" ] || "$BIN" label --teacher embedding \
+        --pools "$D/dl21/bm25-top100.json" "$D/dl22/bm25-top100.json" --depth 20 \
+        --calibration-pools "$D/dl21/bm25-top100.json" --calibration-qrels "$D/dl21/qrels.txt" \
+        --out "$labels"; }
+
+# A batched DL19 audit into $OUT/NAME with PERMS orders; skipped when its
+# results exist (the audit itself resumes its own windows).
+batched_audit() { name=$1; shift
+    if [ -f "$OUT/$name/results.json" ]; then echo "== audit $name: done"; return; fi
+    echo "== audit $name"; "$BIN" audit \
+    --pools "$D/dl19/bm25-top100.json" --qrels "$D/dl19/qrels.txt" \
+    --depth 20 "${SCORER[@]}" "${MODEL[@]}" --mode batched --permutations "$PERMS" \
+    "$@" --out "$OUT/$name"; }
