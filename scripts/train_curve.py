@@ -115,8 +115,13 @@ def main():
             l.setdefault("constant_cross_entropy", k)
     print(f"`{a.run}`: {len(log)} steps; constant-score loss {source}\n")
     extra = " cross-entropy | constant distribution | ratio |" if ce else ""
+    # OC-SFT runs log their consistency term (the mean over the window's
+    # candidates of the squared difference of a candidate's expected grade
+    # between the two views) and its weight after the warm-up.
+    cons = any(l.get("consistency", 0.0) > 0.0 for l in log)
+    extra += " consistency | lambda |" if cons else ""
     print("| steps | supervised | constant score | ratio | grad norm |" + extra)
-    print("|---|---|---|---|---|" + ("---|---|---|" if ce else ""))
+    print("|---|---|---|---|---|" + ("---|---|---|" if ce else "") + ("---|---|" if cons else ""))
     for i in range(0, len(log), a.bin):
         chunk = list(range(i, min(i + a.bin, len(log))))
         sup = sum(log[j]["supervised"] for j in chunk)
@@ -128,6 +133,9 @@ def main():
             c = sum(log[j]["cross_entropy"] for j in chunk)
             k = sum(log[j]["constant_cross_entropy"] for j in chunk)
             row += f" {c / len(chunk):.4f} | {k / len(chunk):.4f} | {c / k:.3f} |"
+        if cons:
+            row += (f" {sum(log[j]['consistency'] for j in chunk) / len(chunk):.4f} |"
+                    f" {sum(log[j]['lambda'] for j in chunk) / len(chunk):.2f} |")
         print(row)
 
 
