@@ -43,11 +43,7 @@ SFX="-s$STEPS"; [ "$WINDOWS" = 1 ] || SFX="$SFX-w$WINDOWS"
 minilm_labels "$LABELS"
 
 
-dirs=()
-if [ "${BASE:-1}" = 1 ]; then
-    batched_audit off-the-shelf
-    dirs+=("$OUT/off-the-shelf")
-fi
+if [ "${BASE:-1}" = 1 ]; then batched_audit off-the-shelf; fi
 for obj in $OBJECTIVES; do
     run="$RUNS/$obj$SFX"
     echo "== train $obj"
@@ -60,7 +56,12 @@ for obj in $OBJECTIVES; do
     mkdir -p "$OUT/train-$obj$SFX"
     cp "$run/train.json" "$run/log.jsonl" "$OUT/train-$obj$SFX/"
     batched_audit "$obj$SFX" --adapter "$run/adapter"
-    dirs+=("$OUT/$obj$SFX")
+done
+# Compare every finished audit of these settings, also those of objectives
+# trained by an earlier invocation (e.g. single-order, then oc-sft alone).
+dirs=()
+for a in off-the-shelf single-order$SFX order-averaged$SFX perm-aug$SFX oc-sft$SFX; do
+    if [ -f "$OUT/$a/results.json" ]; then dirs+=("$OUT/$a"); fi
 done
 [ "${#dirs[@]}" -lt 2 ] || "$BIN" compare "${dirs[@]}" \
     --measures ndcg_at_10,ndcg_at_10_mean,ndcg_at_10_worst,tau_psi,retained_set_overlap \
