@@ -7,7 +7,9 @@
 
 The second argument may also be another audit's directory: its canonical
 nDCG@10 is the reference (e.g. an invariant audit, whose score does not
-depend on the order).
+depend on the order). The first may also be a per-query file of
+`ocrank eval -q` (a run against a run, e.g. a teacher's ranking against
+BM25; MEASURE is then ignored).
 
 MEASURE is a per-query key of the audit's results.json: ndcg_at_10 (the
 canonical order, default), ndcg_at_10_mean or ndcg_at_10_worst (over the
@@ -20,14 +22,26 @@ import sys
 
 audit, per_query = sys.argv[1], sys.argv[2]
 measure = sys.argv[3] if len(sys.argv) > 3 else "ndcg_at_10"
-a = {q: m[measure] for q, m in json.load(open(f"{audit}/results.json"))["per_query"].items()}
-b = {}
+
+
+def per_query_run(path):
+    """nDCG@10 by query from `ocrank eval -q` output."""
+    out = {}
+    for line in open(path):
+        parts = line.split("\t")
+        if len(parts) == 3 and parts[0].strip() == "ndcg_cut_10" and parts[1] != "all":
+            out[parts[1]] = float(parts[2])
+    return out
+
+
+if os.path.isdir(audit):
+    a = {q: m[measure] for q, m in json.load(open(f"{audit}/results.json"))["per_query"].items()}
+else:
+    a, measure = per_query_run(audit), "ndcg_at_10"
 if os.path.isdir(per_query):
     b = {q: m["ndcg_at_10"] for q, m in json.load(open(f"{per_query}/results.json"))["per_query"].items()}
-for line in ([] if b else open(per_query)):
-    parts = line.split("\t")
-    if len(parts) == 3 and parts[0].strip() == "ndcg_cut_10" and parts[1] != "all":
-        b[parts[1]] = float(parts[2])
+else:
+    b = per_query_run(per_query)
 qs = sorted(set(a) & set(b))
 if not qs:
     sys.exit("no query in common")

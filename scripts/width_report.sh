@@ -10,11 +10,21 @@
 # at WIDTH. Every step is resumable: rerun after an interruption.
 #
 #   scripts/width_report.sh                       # WIDTH=2, 240 steps, M = 3
-#   WIDTH=2 STEPS=240 PERMS=10 OBJECTIVES="single-order oc-sft perm-aug" scripts/width_report.sh
+#   LANES=2 WINDOWS=5 OBJECTIVES="single-order oc-sft perm-aug" scripts/width_report.sh
+#   LANES=2 WINDOWS=5 PERMS=10 OBJECTIVES="single-order oc-sft perm-aug" scripts/width_report.sh
 #
 # Environment: WIDTH (2), STEPS (240), LR (1e-3), LAMBDA (5, warm-up over the
 # first 20% of steps), PERMS (3), OBJECTIVES ("single-order oc-sft"),
-# WINDOWS (windows per step, 1), BASE (1: audit the base model too).
+# WINDOWS (windows per step, 1), BASE (1: audit the base model too), LANES
+# (1). LANES=N runs up to N objectives at once, each as its own process on
+# one thread (RAYON_NUM_THREADS=1): on the 2-core machine a width-2 step
+# runs 1.11x faster on 2 threads than on 1 (bench/README.md), so two
+# one-thread runs side by side finish nearly twice the work.
+#
+# A trained adapter is kept in $OUT/adapters/NAME (runs/ does not outlive a
+# session); an objective whose adapter is kept there is not trained again,
+# its audits use the kept adapter. Audits with PERMS other than 3 are named
+# NAME-mPERMS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/report-lib.sh
@@ -29,6 +39,7 @@ LR=${LR:-1e-3}
 LAMBDA=${LAMBDA:-5}
 PERMS=${PERMS:-3}
 WINDOWS=${WINDOWS:-1}
+LANES=${LANES:-1}
 OBJECTIVES=${OBJECTIVES:-single-order oc-sft}
 LABELS=${LABELS:-runs/train/labels-minilm.jsonl}
 WARMUP=$(( STEPS / 20 ))
@@ -39,30 +50,59 @@ read -r -a MODEL <<< "${MODEL_ARGS:-}"
 mkdir -p "$RUNS" "$OUT" "$(dirname "$LABELS")"
 # Names carry the settings that differ from the defaults.
 SFX="-s$STEPS"; [ "$WINDOWS" = 1 ] || SFX="$SFX-w$WINDOWS"
+MSFX=""; [ "$PERMS" = 3 ] || MSFX="-m$PERMS"
+if [ "$LANES" -gt 1 ]; then export RAYON_NUM_THREADS=${RAYON_NUM_THREADS:-1}; fi
 
 minilm_labels "$LABELS"
 
+# Train one objective (unless its adapter is kept) and audit it.
+train_and_audit() { local obj=$1 run="$RUNS/$1$SFX" kept="$OUT/adapters/$1$SFX"
+    if [ -f "$kept/adapter_model.safetensors" ]; then
+        echo "== train $obj: kept adapter $kept"
+    else
+        echo "== train $obj"
+        "$BIN" train --pools "$D/dl21/bm25-top100.json" "$D/dl22/bm25-top100.json" \
+            --heldout-pools "$D/dl21/bm25-top100.json" --labels "$LABELS" --depth 20 \
+            "${SCORER[@]}" "${MODEL[@]}" --mode batched --objective "$obj" \
+            --steps "$STEPS" --windows-per-step "$WINDOWS" --lr "$LR" --lr-warmup "$WARMUP" \
+            --supervised-loss cross-entropy --lambda "$LAMBDA" --lambda-warmup "$LAMBDA_WARMUP" \
+            --checkpoint-every "$EVERY" --out "$run"
+        mkdir -p "$OUT/train-$obj$SFX" "$kept"
+        cp "$run/train.json" "$run/log.jsonl" "$OUT/train-$obj$SFX/"
+        cp "$run"/adapter/* "$kept/"
+    fi
+    batched_audit "$obj$SFX$MSFX" --adapter "$kept"
+}
 
-if [ "${BASE:-1}" = 1 ]; then batched_audit off-the-shelf; fi
+jobs_pids=()
+if [ "${BASE:-1}" = 1 ]; then
+    if [ "$LANES" -gt 1 ]; then
+        batched_audit "off-the-shelf$MSFX" > "$RUNS/off-the-shelf$MSFX.log" 2>&1 &
+        jobs_pids+=($!)
+    else
+        batched_audit "off-the-shelf$MSFX"
+    fi
+fi
 for obj in $OBJECTIVES; do
-    run="$RUNS/$obj$SFX"
-    echo "== train $obj"
-    "$BIN" train --pools "$D/dl21/bm25-top100.json" "$D/dl22/bm25-top100.json" \
-        --heldout-pools "$D/dl21/bm25-top100.json" --labels "$LABELS" --depth 20 \
-        "${SCORER[@]}" "${MODEL[@]}" --mode batched --objective "$obj" \
-        --steps "$STEPS" --windows-per-step "$WINDOWS" --lr "$LR" --lr-warmup "$WARMUP" \
-        --supervised-loss cross-entropy --lambda "$LAMBDA" --lambda-warmup "$LAMBDA_WARMUP" \
-        --checkpoint-every "$EVERY" --out "$run"
-    mkdir -p "$OUT/train-$obj$SFX"
-    cp "$run/train.json" "$run/log.jsonl" "$OUT/train-$obj$SFX/"
-    batched_audit "$obj$SFX" --adapter "$run/adapter"
+    if [ "$LANES" -gt 1 ]; then
+        while [ "$(jobs -rp | wc -l)" -ge "$LANES" ]; do sleep 10; done
+        echo "== $obj: log in $RUNS/$obj$SFX$MSFX.log"
+        train_and_audit "$obj" > "$RUNS/$obj$SFX$MSFX.log" 2>&1 &
+        jobs_pids+=($!)
+    else
+        train_and_audit "$obj"
+    fi
 done
+# The exit status of every lane, also of those that ended while we waited.
+failed=0
+for p in "${jobs_pids[@]}"; do wait "$p" || failed=1; done
+[ "$failed" = 0 ] || { echo "a lane failed: see the logs in $RUNS" >&2; exit 1; }
 # Compare every finished audit of these settings, also those of objectives
 # trained by an earlier invocation (e.g. single-order, then oc-sft alone).
 dirs=()
 for a in off-the-shelf single-order$SFX order-averaged$SFX perm-aug$SFX oc-sft$SFX; do
-    if [ -f "$OUT/$a/results.json" ]; then dirs+=("$OUT/$a"); fi
+    if [ -f "$OUT/$a$MSFX/results.json" ]; then dirs+=("$OUT/$a$MSFX"); fi
 done
 [ "${#dirs[@]}" -lt 2 ] || "$BIN" compare "${dirs[@]}" \
     --measures ndcg_at_10,ndcg_at_10_mean,ndcg_at_10_worst,tau_psi,retained_set_overlap \
-    --out "$OUT/compare$SFX.md"
+    --out "$OUT/compare$SFX$MSFX.md"
