@@ -7,7 +7,7 @@
 
 use std::time::Instant;
 
-use candle_core::{DType, Device, Tensor};
+use candle_core::{DType, Device};
 use ocrank_engine::{Decoder, Kernels, LoraConfig, MaskLayout, ModelConfig};
 use ocrank_train::checkpoint;
 use ocrank_train::loss::WindowInput;
@@ -63,7 +63,6 @@ fn main() {
     d.attach_lora(&LoraConfig::default(), 2).unwrap();
     let ws: Vec<WindowInput> = (0..k as u32).map(|s| window(n, s)).collect();
     let p = packed(&ws);
-    let _ = Tensor::zeros(1, DType::F32, &Device::Cpu);
     for r in 0..reps {
         let t = Instant::now();
         let a: f64 = ws.iter().map(|w| step(&d, w, Some(9))).sum();
