@@ -18,7 +18,7 @@
 # WINDOWS (windows per step, 1), BASE (1: audit the base model too), LANES
 # (1). LANES=N runs up to N objectives at once, each as its own process on
 # one thread (RAYON_NUM_THREADS=1): on the 2-core machine a width-2 step
-# runs 1.11x faster on 2 threads than on 1 (bench/README.md), so two
+# runs 1.11x faster on 2 threads than on 1 (bench/threads.md), so two
 # one-thread runs side by side finish nearly twice the work.
 #
 # A trained adapter is kept in $OUT/adapters/NAME (runs/ does not outlive a
