@@ -13,7 +13,9 @@ use ocrank_train::checkpoint;
 use ocrank_train::loss::WindowInput;
 
 fn window(n: usize, seed: u32) -> WindowInput {
-    let tokens = (0..n as u32).map(|i| (i * 7919 + seed * 104_729) % 49_000).collect();
+    let tokens = (0..n as u32)
+        .map(|i| (i * 7919 + seed * 104_729) % 49_000)
+        .collect();
     WindowInput {
         tokens,
         positions: (0..n as u32).collect(),
@@ -33,7 +35,9 @@ fn packed(ws: &[WindowInput]) -> WindowInput {
         let off = p.tokens.len();
         p.tokens.extend(&w.tokens);
         p.positions.extend(&w.positions);
-        p.mask.block.extend(std::iter::repeat_n(b as u32, w.tokens.len()));
+        p.mask
+            .block
+            .extend(std::iter::repeat_n(b as u32, w.tokens.len()));
         p.mask.hidden.extend(&w.mask.hidden);
         p.readout.extend(w.readout.iter().map(|r| r + off));
     }
@@ -46,13 +50,21 @@ fn step(d: &Decoder, w: &WindowInput, key: Option<u64>) -> f64 {
     let loss = logits.narrow(1, 0, 8).unwrap().sum_all().unwrap();
     let g = loss.backward().unwrap();
     let mut grads = Default::default();
-    run.backward(d, &d.lora_vars(), g.get(top.as_tensor()).unwrap(), &mut grads)
-        .unwrap();
+    run.backward(
+        d,
+        &d.lora_vars(),
+        g.get(top.as_tensor()).unwrap(),
+        &mut grads,
+    )
+    .unwrap();
     loss.to_scalar::<f32>().unwrap() as f64
 }
 
 fn main() {
-    let args: Vec<usize> = std::env::args().skip(1).map(|a| a.parse().unwrap()).collect();
+    let args: Vec<usize> = std::env::args()
+        .skip(1)
+        .map(|a| a.parse().unwrap())
+        .collect();
     let (n, k, reps) = (
         *args.first().unwrap_or(&295),
         *args.get(1).unwrap_or(&10),
