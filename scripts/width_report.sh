@@ -75,24 +75,19 @@ train_and_audit() { local obj=$1 run="$RUNS/$1$SFX" kept="$OUT/adapters/$1$SFX"
 }
 
 jobs_pids=()
-if [ "${BASE:-1}" = 1 ]; then
-    if [ "$LANES" -gt 1 ]; then
-        batched_audit "off-the-shelf$MSFX" > "$RUNS/off-the-shelf$MSFX.log" 2>&1 &
-        jobs_pids+=($!)
-    else
-        batched_audit "off-the-shelf$MSFX"
-    fi
-fi
-for obj in $OBJECTIVES; do
+# Runs "$@" as lane NAME: with LANES > 1 in the background once a lane is
+# free, logged to $RUNS/NAME.log; otherwise in the foreground.
+lane() { local name=$1; shift
     if [ "$LANES" -gt 1 ]; then
         while [ "$(jobs -rp | wc -l)" -ge "$LANES" ]; do sleep 10; done
-        echo "== $obj: log in $RUNS/$obj$SFX$MSFX.log"
-        train_and_audit "$obj" > "$RUNS/$obj$SFX$MSFX.log" 2>&1 &
+        echo "== $name: log in $RUNS/$name.log"
+        "$@" > "$RUNS/$name.log" 2>&1 &
         jobs_pids+=($!)
     else
-        train_and_audit "$obj"
-    fi
-done
+        "$@"
+    fi; }
+if [ "${BASE:-1}" = 1 ]; then lane "off-the-shelf$MSFX" batched_audit "off-the-shelf$MSFX"; fi
+for obj in $OBJECTIVES; do lane "$obj$SFX$MSFX" train_and_audit "$obj"; done
 # The exit status of every lane, also of those that ended while we waited.
 failed=0
 for p in "${jobs_pids[@]}"; do wait "$p" || failed=1; done
