@@ -12,11 +12,16 @@
 #   scripts/width_report.sh                       # WIDTH=2, 240 steps, M = 3
 #   LANES=2 WINDOWS=5 OBJECTIVES="single-order oc-sft perm-aug" scripts/width_report.sh
 #   LANES=2 WINDOWS=5 PERMS=10 OBJECTIVES="single-order oc-sft perm-aug" scripts/width_report.sh
+#   WIDTH=4 STEPS=80 LANES=2 WINDOWS=5 INIT=reports/training/width2/adapters \
+#       INIT_SFX=-s240-w5 INIT_TAG=w2 OBJECTIVES="oc-sft single-order perm-aug" scripts/width_report.sh
 #
 # Environment: WIDTH (2), STEPS (240), LR (1e-3), LAMBDA (5, warm-up over the
 # first 20% of steps), PERMS (3), OBJECTIVES ("single-order oc-sft"),
-# WINDOWS (windows per step, 1), BASE (1: audit the base model too), LANES
-# (1). LANES=N runs up to N objectives at once, each as its own process on
+# WINDOWS (windows per step, 1), BASE (1: audit the base model too, first;
+# last: after the objectives, so that a long training starts first), LANES
+# (1), INIT (a directory of kept adapters: each objective starts from
+# INIT/OBJECTIVE$INIT_SFX with --init-adapter, a curriculum over widths; its
+# names end in -from-$INIT_TAG). LANES=N runs up to N objectives at once, each as its own process on
 # one thread (RAYON_NUM_THREADS=1): on the 2-core machine a width-2 step
 # runs 1.11x faster on 2 threads than on 1 (bench/threads.md), so two
 # one-thread runs side by side finish nearly twice the work.
@@ -51,6 +56,8 @@ mkdir -p "$RUNS" "$OUT" "$(dirname "$LABELS")"
 # Names carry the settings that differ from the defaults.
 SFX="-s$STEPS"; [ "$WINDOWS" = 1 ] || SFX="$SFX-w$WINDOWS"
 MSFX=""; [ "$PERMS" = 3 ] || MSFX="-m$PERMS"
+INIT=${INIT:-}; INIT_SFX=${INIT_SFX:-}; INIT_TAG=${INIT_TAG:-init}
+[ -z "$INIT" ] || SFX="$SFX-from-$INIT_TAG"
 if [ "$LANES" -gt 1 ]; then export RAYON_NUM_THREADS=${RAYON_NUM_THREADS:-1}; fi
 
 minilm_labels "$LABELS"
@@ -60,13 +67,19 @@ train_and_audit() { local obj=$1 run="$RUNS/$1$SFX" kept="$OUT/adapters/$1$SFX"
     if [ -f "$kept/adapter_model.safetensors" ]; then
         echo "== train $obj: kept adapter $kept"
     else
-        echo "== train $obj"
+        local init=()
+        if [ -n "$INIT" ]; then
+            init=(--init-adapter "$INIT/$obj$INIT_SFX")
+            [ -f "$INIT/$obj$INIT_SFX/adapter_model.safetensors" ] \
+                || { echo "no adapter to start $obj from: $INIT/$obj$INIT_SFX" >&2; return 1; }
+        fi
+        echo "== train $obj${INIT:+ from $INIT/$obj$INIT_SFX}"
         "$BIN" train --pools "$D/dl21/bm25-top100.json" "$D/dl22/bm25-top100.json" \
             --heldout-pools "$D/dl21/bm25-top100.json" --labels "$LABELS" --depth 20 \
             "${SCORER[@]}" "${MODEL[@]}" --mode batched --objective "$obj" \
             --steps "$STEPS" --windows-per-step "$WINDOWS" --lr "$LR" --lr-warmup "$WARMUP" \
             --supervised-loss cross-entropy --lambda "$LAMBDA" --lambda-warmup "$LAMBDA_WARMUP" \
-            --checkpoint-every "$EVERY" --out "$run"
+            --checkpoint-every "$EVERY" "${init[@]}" --out "$run"
         mkdir -p "$OUT/train-$obj$SFX" "$kept"
         cp "$run/train.json" "$run/log.jsonl" "$OUT/train-$obj$SFX/"
         cp "$run"/adapter/* "$kept/"
@@ -86,8 +99,10 @@ lane() { local name=$1; shift
     else
         "$@"
     fi; }
-if [ "${BASE:-1}" = 1 ]; then lane "off-the-shelf$MSFX" batched_audit "off-the-shelf$MSFX"; fi
+BASE=${BASE:-1}
+if [ "$BASE" = 1 ]; then lane "off-the-shelf$MSFX" batched_audit "off-the-shelf$MSFX"; fi
 for obj in $OBJECTIVES; do lane "$obj$SFX$MSFX" train_and_audit "$obj"; done
+if [ "$BASE" = last ]; then lane "off-the-shelf$MSFX" batched_audit "off-the-shelf$MSFX"; fi
 # The exit status of every lane, also of those that ended while we waited.
 failed=0
 for p in "${jobs_pids[@]}"; do wait "$p" || failed=1; done
