@@ -21,7 +21,9 @@
 # last: after the objectives, so that a long training starts first), LANES
 # (1), INIT (a directory of kept adapters: each objective starts from
 # INIT/OBJECTIVE$INIT_SFX with --init-adapter, a curriculum over widths; its
-# names end in -from-$INIT_TAG). LANES=N runs up to N objectives at once, each as its own process on
+# names end in -from-$INIT_TAG; INIT_OBJ=NAME starts every objective from
+# INIT/NAME$INIT_SFX instead), SEED (0: data order, views, dropout; other
+# seeds add -seedN to the names). LANES=N runs up to N objectives at once, each as its own process on
 # one thread (RAYON_NUM_THREADS=1): on the 2-core machine a width-2 step
 # runs 1.11x faster on 2 threads than on 1 (bench/threads.md), so two
 # one-thread runs side by side finish nearly twice the work.
@@ -57,7 +59,10 @@ mkdir -p "$RUNS" "$OUT" "$(dirname "$LABELS")"
 SFX="-s$STEPS"; [ "$WINDOWS" = 1 ] || SFX="$SFX-w$WINDOWS"
 MSFX=""; [ "$PERMS" = 3 ] || MSFX="-m$PERMS"
 INIT=${INIT:-}; INIT_SFX=${INIT_SFX:-}; INIT_TAG=${INIT_TAG:-init}
+INIT_OBJ=${INIT_OBJ:-}
 [ -z "$INIT" ] || SFX="$SFX-from-$INIT_TAG"
+SEED=${SEED:-0}
+[ "$SEED" = 0 ] || SFX="$SFX-seed$SEED"
 if [ "$LANES" -gt 1 ]; then export RAYON_NUM_THREADS=${RAYON_NUM_THREADS:-1}; fi
 
 minilm_labels "$LABELS"
@@ -69,17 +74,18 @@ train_and_audit() { local obj=$1 run="$RUNS/$1$SFX" kept="$OUT/adapters/$1$SFX"
     else
         local init=()
         if [ -n "$INIT" ]; then
-            init=(--init-adapter "$INIT/$obj$INIT_SFX")
-            [ -f "$INIT/$obj$INIT_SFX/adapter_model.safetensors" ] \
-                || { echo "no adapter to start $obj from: $INIT/$obj$INIT_SFX" >&2; return 1; }
+            local from="$INIT/${INIT_OBJ:-$obj}$INIT_SFX"
+            init=(--init-adapter "$from")
+            [ -f "$from/adapter_model.safetensors" ] \
+                || { echo "no adapter to start $obj from: $from" >&2; return 1; }
         fi
-        echo "== train $obj${INIT:+ from $INIT/$obj$INIT_SFX}"
+        echo "== train $obj${INIT:+ from ${init[1]}}"
         "$BIN" train --pools "$D/dl21/bm25-top100.json" "$D/dl22/bm25-top100.json" \
             --heldout-pools "$D/dl21/bm25-top100.json" --labels "$LABELS" --depth 20 \
             "${SCORER[@]}" "${MODEL[@]}" --mode batched --objective "$obj" \
             --steps "$STEPS" --windows-per-step "$WINDOWS" --lr "$LR" --lr-warmup "$WARMUP" \
             --supervised-loss cross-entropy --lambda "$LAMBDA" --lambda-warmup "$LAMBDA_WARMUP" \
-            --checkpoint-every "$EVERY" "${init[@]}" --out "$run"
+            --checkpoint-every "$EVERY" --seed "$SEED" "${init[@]}" --out "$run"
         mkdir -p "$OUT/train-$obj$SFX" "$kept"
         cp "$run/train.json" "$run/log.jsonl" "$OUT/train-$obj$SFX/"
         cp "$run"/adapter/* "$kept/"
