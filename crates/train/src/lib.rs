@@ -18,8 +18,8 @@ pub use checkpoint::Grads;
 pub use data::{examples, is_heldout, Example};
 pub use error::{Error, Result};
 pub use loss::{
-    cross_entropy, expected, grade_probs, objective_loss, two_point, Loss, Objective,
-    SupervisedLoss,
+    cross_entropy, expected, grade_probs, objective_loss, objective_loss_pairs, two_point, Loss,
+    Objective, SupervisedLoss,
 };
 pub use optim::{AdamW, AdamWConfig, Cosine};
-pub use trainer::{run, EmaConfig, StepLog, TrainConfig, Trainer};
+pub use trainer::{run, EmaConfig, StepLog, TrainConfig, Trainer, ViewB};

@@ -284,11 +284,74 @@ pub fn objective_loss(
     })
 }
 
+/// OC-SFT's loss when view B holds only some of view A's candidates (a
+/// pool view B, see `ViewB::Pool`): the supervised term over view A's `n`
+/// slots as in [`objective_loss`], plus lambda times the mean over the
+/// `k` shared candidates of (s_A(c) - s_B(c))^2, where `a` and `b` hold
+/// those candidates' expected grades in the two views. With all `n`
+/// candidates shared this is [`objective_loss`]'s value: the per-candidate
+/// weight of the consistency term does not depend on how many are shared.
+pub fn objective_loss_pairs(
+    s_a: &Tensor,
+    y: &[f64],
+    a: &Tensor,
+    b: &Tensor,
+    lambda: f64,
+    ce_log_probs: Option<&Tensor>,
+) -> Result<Loss> {
+    let k = a.dim(0)?;
+    if k == 0 || b.dim(0)? != k {
+        return Err(Error::Train(format!(
+            "the consistency term needs the same candidates in both views ({k} and {})",
+            b.dim(0)?
+        )));
+    }
+    let sup = objective_loss(s_a, y, None, 0.0, ce_log_probs)?;
+    let cons = ((a - b)?.sqr()?.sum_all()? / k as f64)?;
+    let c = cons.to_dtype(DType::F64)?.to_scalar::<f64>()?;
+    Ok(Loss {
+        total: (sup.total + (cons * lambda)?)?,
+        consistency: c,
+        ..sup
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use candle_core::{Device, Var};
 
     use super::*;
+
+    /// With every candidate shared the pair loss is SPEC.md's OC-SFT loss;
+    /// with one shared candidate its consistency is that candidate's
+    /// squared difference, at the same per-candidate weight.
+    #[test]
+    fn pair_loss_is_oc_sft_loss_on_the_shared_candidates() {
+        let dev = Device::Cpu;
+        let s_a = Tensor::new(&[1.0f64, 2.0, 0.5], &dev).unwrap();
+        let s_b = Tensor::new(&[1.5f64, 1.0, 0.5], &dev).unwrap();
+        let y = [1.0, 2.5, 0.0];
+        let scalar = |t: &Tensor| t.to_scalar::<f64>().unwrap();
+        let full = objective_loss(&s_a, &y, Some(&s_b), 2.0, None).unwrap();
+        let pairs = objective_loss_pairs(&s_a, &y, &s_a, &s_b, 2.0, None).unwrap();
+        assert!((scalar(&full.total) - scalar(&pairs.total)).abs() < 1e-12);
+        assert!((full.consistency - pairs.consistency).abs() < 1e-12);
+        assert_eq!(full.supervised, pairs.supervised);
+        let one = objective_loss_pairs(
+            &s_a,
+            &y,
+            &s_a.narrow(0, 0, 1).unwrap(),
+            &s_b.narrow(0, 0, 1).unwrap(),
+            2.0,
+            None,
+        )
+        .unwrap();
+        let sup = (0.0 + 0.25 + 0.25) / 3.0;
+        assert!((scalar(&one.total) - (sup + 2.0 * 0.25)).abs() < 1e-12);
+        assert!((one.consistency - 0.25).abs() < 1e-12);
+        let empty = Tensor::zeros(0, DType::F64, &dev).unwrap();
+        assert!(objective_loss_pairs(&s_a, &y, &empty, &empty, 2.0, None).is_err());
+    }
 
     #[test]
     fn two_point_targets_have_the_label_as_mean() {

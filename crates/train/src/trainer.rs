@@ -29,8 +29,8 @@ use crate::checkpoint::{self, Grads};
 use crate::data::Example;
 use crate::error::{Error, Result};
 use crate::loss::{
-    expected, log_probs_from_logits, objective_loss, two_point, window_input, Objective,
-    SupervisedLoss,
+    expected, log_probs_from_logits, objective_loss, objective_loss_pairs, two_point, window_input,
+    Objective, SupervisedLoss,
 };
 use crate::optim::{AdamW, AdamWConfig, Cosine};
 
@@ -41,6 +41,50 @@ use crate::optim::{AdamW, AdamWConfig, Cosine};
 pub struct EmaConfig {
     pub decay: f64,
     pub weight: f64,
+}
+
+/// Where OC-SFT's view B comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ViewB {
+    /// SPEC.md section 5: a seeded permutation of the same window. Every
+    /// candidate keeps its window-mates and changes only its slot.
+    #[default]
+    Window,
+    /// A window of the same pool that keeps half of view A's candidates (at
+    /// least one) and fills its other slots with other candidates of the
+    /// pool, in a seeded order. The kept candidates change their
+    /// window-mates as well as their slots, as they do when a reshuffled
+    /// pool is cut into windows; the consistency term pairs each kept
+    /// candidate with itself. At a width equal to the depth (one window per
+    /// pool) no other candidates exist and SPEC.md's view B is the only one.
+    Pool,
+}
+
+impl ViewB {
+    fn is_window(&self) -> bool {
+        *self == ViewB::Window
+    }
+}
+
+impl std::str::FromStr for ViewB {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "window" => Ok(ViewB::Window),
+            "pool" => Ok(ViewB::Pool),
+            _ => Err(format!("unknown view B {s:?} (window, pool)")),
+        }
+    }
+}
+
+impl std::fmt::Display for ViewB {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ViewB::Window => "window",
+            ViewB::Pool => "pool",
+        })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -71,6 +115,10 @@ pub struct TrainConfig {
     /// settings, so older runs still resume) or the two-point cross-entropy.
     #[serde(default, skip_serializing_if = "SupervisedLoss::is_squared")]
     pub supervised_loss: SupervisedLoss,
+    /// OC-SFT's view B (left out of the settings when it is SPEC.md's
+    /// window permutation, so older runs still resume).
+    #[serde(default, skip_serializing_if = "ViewB::is_window")]
+    pub view_b: ViewB,
 }
 
 fn one() -> usize {
@@ -148,6 +196,10 @@ pub struct StepPlan {
     pub view_a: Vec<usize>,
     /// View B's (OC-SFT) or the EMA teacher's slot order.
     pub view_b: Option<Vec<usize>>,
+    /// With `ViewB::Pool`: view B's window, slot by slot, as (example,
+    /// candidate) of the same pool; the candidates of `example` in it are
+    /// the kept ones.
+    pub pool_view_b: Option<Vec<(usize, usize)>>,
 }
 
 /// The training window of 0-based window index `step` (optimizer step times
@@ -186,6 +238,49 @@ fn seeded_order_unlike(
     }
 }
 
+/// How many of a view-A window's `n` candidates a pool view B keeps.
+fn kept_in_pool_view(n: usize) -> usize {
+    (n / 2).max(1)
+}
+
+/// The candidates of the other windows of `example`'s pool, as (example,
+/// candidate), in example order.
+fn pool_mates(examples: &[Example], example: usize) -> Vec<(usize, usize)> {
+    let qid = &examples[example].qid;
+    (examples.iter().enumerate())
+        .filter(|(j, x)| *j != example && &x.qid == qid)
+        .flat_map(|(j, x)| (0..x.ids.len()).map(move |i| (j, i)))
+        .collect()
+}
+
+/// A pool view B of `example` (see [`ViewB::Pool`]): a seeded half of its
+/// candidates, seeded other candidates of the pool, in a seeded slot order;
+/// `None` when the pool has too few other candidates (`Trainer::new`
+/// refuses such pools).
+fn pool_view_b(
+    seed: u64,
+    examples: &[Example],
+    example: usize,
+    step: usize,
+) -> Option<Vec<(usize, usize)>> {
+    let n = examples[example].ids.len();
+    let k = kept_in_pool_view(n);
+    let mates = pool_mates(examples, example);
+    if mates.len() < n - k {
+        return None;
+    }
+    let kept = seeded_order(seed, "view-b-kept", step, n);
+    let pick = seeded_order(seed, "view-b-mates", step, mates.len());
+    let members: Vec<(usize, usize)> = (kept[..k].iter().map(|&i| (example, i)))
+        .chain(pick[..n - k].iter().map(|&p| mates[p]))
+        .collect();
+    Some(
+        (seeded_order(seed, "view-b-slots", step, n).iter())
+            .map(|&s| members[s])
+            .collect(),
+    )
+}
+
 /// The window and views of 0-based window index `step` (see [`example_at`]).
 pub fn plan_step(cfg: &TrainConfig, examples: &[Example], step: usize) -> StepPlan {
     let example = example_at(cfg.seed, examples.len(), step);
@@ -195,8 +290,14 @@ pub fn plan_step(cfg: &TrainConfig, examples: &[Example], step: usize) -> StepPl
         Objective::PermAug => seeded_order(cfg.seed, "perm-aug", step, n),
         _ => identity,
     };
-    let view_b = if cfg.objective == Objective::OcSft || cfg.ema.is_some() {
+    let oc_sft = cfg.objective == Objective::OcSft;
+    let view_b = if (oc_sft && cfg.view_b == ViewB::Window) || cfg.ema.is_some() {
         Some(seeded_order_unlike(cfg.seed, "view-b", step, n, &view_a))
+    } else {
+        None
+    };
+    let pool_view_b = if oc_sft && cfg.view_b == ViewB::Pool {
+        pool_view_b(cfg.seed, examples, example, step)
     } else {
         None
     };
@@ -204,6 +305,7 @@ pub fn plan_step(cfg: &TrainConfig, examples: &[Example], step: usize) -> StepPl
         example,
         view_a,
         view_b,
+        pool_view_b,
     }
 }
 
@@ -283,6 +385,30 @@ impl<'a> Trainer<'a> {
                     e.qid,
                     e.ids.len()
                 )));
+            }
+        }
+        if cfg.view_b == ViewB::Pool {
+            if cfg.objective != Objective::OcSft {
+                return Err(Error::Train(format!(
+                    "--view-b pool is a view B of OC-SFT, but the objective is {}",
+                    cfg.objective
+                )));
+            }
+            if cfg.ema.is_some() {
+                return Err(Error::Train(
+                    "--view-b pool with the EMA mean-teacher: the teacher scores a permutation of view A's window, which a pool view B does not give; train one of them".into(),
+                ));
+            }
+            for (j, e) in examples.iter().enumerate() {
+                let need = e.ids.len() - kept_in_pool_view(e.ids.len());
+                let have = pool_mates(&examples, j).len();
+                if have < need {
+                    return Err(Error::Train(format!(
+                        "--view-b pool needs {need} other candidate(s) of query {:?} beside a window of {}, but its pool has {have} more: use a depth above the width",
+                        e.qid,
+                        e.ids.len()
+                    )));
+                }
             }
         }
         let ema = match cfg.ema {
@@ -444,10 +570,11 @@ impl<'a> Trainer<'a> {
             }
         };
 
-        // Views that carry gradients: A always, B for OC-SFT.
+        // Views that carry gradients: A always, B for OC-SFT (a pool view B
+        // is its own window, below).
         let mut views: Vec<(&[usize], Option<u64>)> =
             vec![(&plan.view_a, self.dropout_key(window, 1))];
-        if self.cfg.objective == Objective::OcSft {
+        if self.cfg.objective == Objective::OcSft && self.cfg.view_b == ViewB::Window {
             let b = plan.view_b.as_deref().expect("OC-SFT plans a view B");
             views.push((b, self.dropout_key(window, 2)));
         }
@@ -471,17 +598,45 @@ impl<'a> Trainer<'a> {
             Some(lp) => Some(expected(&lp.exp()?)?),
             None => None,
         };
+        // A pool view B: its own window; the kept candidates' expected
+        // grades there, beside theirs in view A.
+        let mut pairs = None;
+        if self.cfg.objective == Objective::OcSft && self.cfg.view_b == ViewB::Pool {
+            let Some(slots) = &plan.pool_view_b else {
+                return Err(Error::Train(format!(
+                    "query {:?}: its pool has too few other candidates for a pool view B",
+                    ex.qid
+                )));
+            };
+            let texts_b: Vec<&str> = (slots.iter())
+                .map(|&(j, i)| self.examples[j].texts[i].as_str())
+                .collect();
+            let input = window_input(self.scorer, &q, &texts_b)?;
+            let run = checkpoint::forward(d, &input, self.dropout_key(window, 2))?;
+            let (top, logits) = run.head(d)?;
+            let s_slots =
+                expected(&log_probs_from_logits(&logits, self.scorer.grade_ids())?.exp()?)?;
+            let (slot, cand): (Vec<u32>, Vec<u32>) = (slots.iter().enumerate())
+                .filter(|(_, (j, _))| *j == plan.example)
+                .map(|(s, &(_, i))| (s as u32, i as u32))
+                .unzip();
+            let dev = s_a.device();
+            pairs = Some((
+                s_a.index_select(&Tensor::new(cand.as_slice(), dev)?, 0)?,
+                s_slots.index_select(&Tensor::new(slot.as_slice(), dev)?, 0)?,
+            ));
+            runs.push(run);
+            tops.push(top);
+        }
         let lambda = self.cfg.lambda_at(step);
-        let loss = objective_loss(
-            &s_a,
-            &ex.labels,
-            s_b.as_ref(),
-            lambda,
-            match self.cfg.supervised_loss {
-                SupervisedLoss::CrossEntropy => Some(&log_probs[0]),
-                SupervisedLoss::Squared => None,
-            },
-        )?;
+        let ce_log_probs = match self.cfg.supervised_loss {
+            SupervisedLoss::CrossEntropy => Some(&log_probs[0]),
+            SupervisedLoss::Squared => None,
+        };
+        let loss = match &pairs {
+            None => objective_loss(&s_a, &ex.labels, s_b.as_ref(), lambda, ce_log_probs)?,
+            Some((a, b)) => objective_loss_pairs(&s_a, &ex.labels, a, b, lambda, ce_log_probs)?,
+        };
         let mut total = loss.total.clone();
         let mut regulariser = 0.0;
         if let (Some(ema_cfg), Some(ema), Some(b)) = (self.cfg.ema, &self.ema, &plan.view_b) {
@@ -820,6 +975,7 @@ mod tests {
             kl_base: None,
             windows_per_step: 1,
             supervised_loss: Default::default(),
+            view_b: ViewB::Window,
         }
     }
 
@@ -830,6 +986,63 @@ mod tests {
             ids: (0..n).map(|i| i.to_string()).collect(),
             texts: (0..n).map(|i| format!("text {i}")).collect(),
             labels: vec![0.0; n],
+        }
+    }
+
+    /// Windows of two pools: q (three windows of `n`) and r (one).
+    fn pool_examples(n: usize) -> Vec<Example> {
+        let window = |qid: &str, w: usize| Example {
+            qid: qid.into(),
+            query: "query".into(),
+            ids: (0..n).map(|i| format!("{qid}-{}", w * n + i)).collect(),
+            texts: (0..n)
+                .map(|i| format!("text {qid} {}", w * n + i))
+                .collect(),
+            labels: vec![0.0; n],
+        };
+        vec![
+            window("q", 0),
+            window("r", 0),
+            window("q", 1),
+            window("q", 2),
+        ]
+    }
+
+    #[test]
+    fn pool_view_b_keeps_half_the_window_and_takes_mates_from_its_pool() {
+        let mut cfg = config(Objective::OcSft);
+        cfg.view_b = ViewB::Pool;
+        for n in [2, 3, 4] {
+            let examples = pool_examples(n);
+            let mut seen = std::collections::HashSet::new();
+            for step in 0..120 {
+                let plan = plan_step(&cfg, &examples, step);
+                assert_eq!(plan.view_b, None);
+                if examples[plan.example].qid == "r" {
+                    // No other window: `Trainer::new` refuses such a pool.
+                    assert_eq!(plan.pool_view_b, None);
+                    continue;
+                }
+                let b = plan.pool_view_b.clone().expect("a pool view B");
+                assert_eq!(plan, plan_step(&cfg, &examples, step), "seeded");
+                assert_eq!(b.len(), n);
+                let kept = b.iter().filter(|(j, _)| *j == plan.example).count();
+                assert_eq!(kept, (n / 2).max(1), "width {n}, step {step}: {b:?}");
+                let mut ids: Vec<&str> = b
+                    .iter()
+                    .map(|&(j, i)| examples[j].ids[i].as_str())
+                    .collect();
+                assert!(ids.iter().all(|id| id.starts_with("q-")), "{ids:?}");
+                ids.sort_unstable();
+                ids.dedup();
+                assert_eq!(ids.len(), n, "no candidate twice");
+                seen.insert(b);
+            }
+            assert!(
+                seen.len() > 20,
+                "width {n}: only {} distinct views B",
+                seen.len()
+            );
         }
     }
 

@@ -83,6 +83,7 @@ fn train_config(objective: Objective, lora: LoraConfig) -> TrainConfig {
         kl_base: None,
         windows_per_step: 1,
         supervised_loss: Default::default(),
+        view_b: Default::default(),
     }
 }
 
@@ -251,6 +252,86 @@ fn trainer_loss_matches_finite_differences_with(supervised_loss: SupervisedLoss)
         assert!(out.constant_cross_entropy.is_none());
     }
     assert_gradient_matches_finite_differences(&mut trainer, &e.decoder.lora_vars());
+}
+
+/// A second window of query q1 (the pool of `example`), for a pool view B.
+fn second_window() -> Example {
+    Example {
+        qid: "q1".into(),
+        query: "what is the boiling point of water at sea level".into(),
+        ids: ["d5", "d6", "d7", "d8"].map(String::from).to_vec(),
+        texts: vec![
+            "Salt water boils at a slightly higher temperature.".into(),
+            "Mount Everest is the highest mountain.".into(),
+            "Pressure cookers raise the boiling point of water.".into(),
+            "A kettle switches off when the water boils.".into(),
+        ],
+        labels: vec![1.5, 0.0, 1.0, 0.5],
+    }
+}
+
+/// `--view-b pool`: view B is another window of the same pool holding two of
+/// view A's four candidates. The whole loss (consistency over the shared
+/// candidates, both views with gradients) matches finite differences, and
+/// the consistency term is live (lambda changes the gradient).
+#[test]
+fn pool_view_b_loss_matches_finite_differences() {
+    let lora = LoraConfig {
+        rank: 2,
+        alpha: 4.0,
+        dropout: 0.0,
+        targets: vec!["q_proj".into(), "v_proj".into(), "up_proj".into()],
+    };
+    let e = engine(DType::F64, &lora);
+    perturb_b(&e.decoder);
+    let scorer = Scorer::new(&e, score_config()).unwrap();
+    let mut cfg = train_config(Objective::OcSft, lora);
+    cfg.view_b = ocrank_train::ViewB::Pool;
+    cfg.kl_base = Some(0.3);
+    let examples = vec![example(), second_window()];
+    let mut trainer = Trainer::new(&scorer, examples.clone(), cfg.clone()).unwrap();
+    let (plans, out, grads) = trainer.loss_and_grads(0).unwrap();
+    let b = plans[0].pool_view_b.clone().expect("a pool view B");
+    let shared = b.iter().filter(|(j, _)| *j == plans[0].example).count();
+    assert_eq!(shared, 2, "{b:?}");
+    assert!(out.loss.consistency > 1e-8, "{}", out.loss.consistency);
+    assert_gradient_matches_finite_differences(&mut trainer, &e.decoder.lora_vars());
+    // The same step without the consistency term has another gradient.
+    cfg.lambda = 0.0;
+    let mut plain = Trainer::new(&scorer, examples, cfg).unwrap();
+    let g0 = plain.loss_and_grads(0).unwrap().2;
+    let differs = e.decoder.lora_vars().iter().any(|(_, v)| {
+        let d = (grads.get(&v.id()).unwrap() - g0.get(&v.id()).unwrap()).unwrap();
+        d.abs()
+            .unwrap()
+            .max_all()
+            .unwrap()
+            .to_scalar::<f64>()
+            .unwrap()
+            > 1e-9
+    });
+    assert!(differs, "lambda does not change the gradient");
+}
+
+/// A pool view B needs other candidates of the same pool; a one-window pool
+/// and other objectives are refused with a message naming the problem.
+#[test]
+fn pool_view_b_is_refused_where_it_cannot_be_built() {
+    let lora = LoraConfig::default();
+    let e = engine(DType::F32, &lora);
+    let scorer = Scorer::new(&e, score_config()).unwrap();
+    let mut cfg = train_config(Objective::OcSft, lora.clone());
+    cfg.view_b = ocrank_train::ViewB::Pool;
+    let err = Trainer::new(&scorer, vec![example(), other_example()], cfg.clone())
+        .err()
+        .expect("q1 and q2 have one window each");
+    assert!(err.to_string().contains("other candidate"), "{err}");
+    let mut single = train_config(Objective::SingleOrder, lora);
+    single.view_b = ocrank_train::ViewB::Pool;
+    let err = Trainer::new(&scorer, vec![example(), second_window()], single)
+        .err()
+        .expect("single-order has no view B");
+    assert!(err.to_string().contains("--view-b pool"), "{err}");
 }
 
 /// Autograd's directional derivative of the trainer's step-0 loss along a

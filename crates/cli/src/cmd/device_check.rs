@@ -455,6 +455,7 @@ fn training(
                     kl_base: None,
                     windows_per_step: 1,
                     supervised_loss: Default::default(),
+                    view_b: Default::default(),
                 },
             )
         })

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use ocrank_engine::{Kernels, LoraConfig};
 use ocrank_score::Scorer;
-use ocrank_train::{AdamWConfig, EmaConfig, Objective, TrainConfig, Trainer};
+use ocrank_train::{AdamWConfig, EmaConfig, Objective, TrainConfig, Trainer, ViewB};
 use serde_json::json;
 
 use super::common::{
@@ -121,6 +121,13 @@ pub struct Args {
     /// Weight of KL(base || student) over view A's grade distributions.
     #[arg(long)]
     pub kl_base: Option<f64>,
+    /// OC-SFT's view B: `window` is SPEC.md's seeded permutation of the same
+    /// window (each candidate changes slot, keeps its window-mates); `pool`
+    /// keeps half of the window's candidates (at least one) in a window
+    /// filled up with other candidates of the same pool, so that the kept
+    /// ones also change their window-mates, as under a reshuffled pool
+    #[arg(long, default_value = "window", value_name = "window|pool")]
+    pub view_b: ViewB,
     /// Run directory (train.json, log.jsonl, checkpoints/, adapter/).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
@@ -215,6 +222,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         kl_base: args.kl_base,
         windows_per_step: args.windows_per_step,
         supervised_loss: args.supervised_loss,
+        view_b: args.view_b,
     };
     let pools_sha = sha256_files(&args.data.pools)?;
     let mut settings = json!({
