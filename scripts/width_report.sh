@@ -16,7 +16,8 @@
 #       INIT_SFX=-s240-w5 INIT_TAG=w2 OBJECTIVES="oc-sft single-order perm-aug" scripts/width_report.sh
 #
 # Environment: WIDTH (2), STEPS (240), LR (1e-3), LAMBDA (5, warm-up over the
-# first 20% of steps), PERMS (3), OBJECTIVES ("single-order oc-sft"),
+# first 20% of steps), PERMS (3), OBJECTIVES ("single-order oc-sft"; also
+# perm-aug, order-averaged, and oc-sft-pool: OC-SFT with --view-b pool),
 # WINDOWS (windows per step, 1), BASE (1: audit the base model too, first;
 # last: after the objectives, so that a long training starts first), LANES
 # (1), INIT (a directory of kept adapters: each objective starts from
@@ -69,6 +70,8 @@ minilm_labels "$LABELS"
 
 # Train one objective (unless its adapter is kept) and audit it.
 train_and_audit() { local obj=$1 run="$RUNS/$1$SFX" kept="$OUT/adapters/$1$SFX"
+    local objective=$obj view=()
+    if [ "$obj" = oc-sft-pool ]; then objective=oc-sft; view=(--view-b pool); fi
     if [ -f "$kept/adapter_model.safetensors" ]; then
         echo "== train $obj: kept adapter $kept"
     else
@@ -82,7 +85,7 @@ train_and_audit() { local obj=$1 run="$RUNS/$1$SFX" kept="$OUT/adapters/$1$SFX"
         echo "== train $obj${INIT:+ from ${init[1]}}"
         "$BIN" train --pools "$D/dl21/bm25-top100.json" "$D/dl22/bm25-top100.json" \
             --heldout-pools "$D/dl21/bm25-top100.json" --labels "$LABELS" --depth 20 \
-            "${SCORER[@]}" "${MODEL[@]}" --mode batched --objective "$obj" \
+            "${SCORER[@]}" "${MODEL[@]}" --mode batched --objective "$objective" "${view[@]}" \
             --steps "$STEPS" --windows-per-step "$WINDOWS" --lr "$LR" --lr-warmup "$WARMUP" \
             --supervised-loss cross-entropy --lambda "$LAMBDA" --lambda-warmup "$LAMBDA_WARMUP" \
             --checkpoint-every "$EVERY" --seed "$SEED" "${init[@]}" --out "$run"
@@ -116,7 +119,7 @@ for p in "${jobs_pids[@]}"; do wait "$p" || failed=1; done
 # Compare every finished audit of these settings, also those of objectives
 # trained by an earlier invocation (e.g. single-order, then oc-sft alone).
 dirs=()
-for a in off-the-shelf single-order$SFX order-averaged$SFX perm-aug$SFX oc-sft$SFX; do
+for a in off-the-shelf single-order$SFX order-averaged$SFX perm-aug$SFX oc-sft$SFX oc-sft-pool$SFX; do
     if [ -f "$OUT/$a$MSFX/results.json" ]; then dirs+=("$OUT/$a$MSFX"); fi
 done
 [ "${#dirs[@]}" -lt 2 ] || "$BIN" compare "${dirs[@]}" \
