@@ -11,8 +11,9 @@
 # audit names without the -mM suffix; an adapter of that name is taken from
 # OUT/adapters, none for off-the-shelf), MSFX (-m10: the suffix of the audits
 # whose permutations give the reshuffle spread), LANES (2: one-thread scoring
-# runs side by side). The reversed scores go to runs/swap/; rerunning skips
-# the scorers already done. Writes OUT/swap-gap.md and .json.
+# runs side by side), REPORT (swap-gap: the report's name). The reversed
+# scores go to runs/swap/; rerunning skips the scorers already done. Writes
+# OUT/REPORT.md and .json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${OCRANK:-target/release/ocrank}
@@ -22,6 +23,7 @@ OUT=${OUT:-reports/training/width$WIDTH}
 MSFX=${MSFX--m10}
 LANES=${LANES:-2}
 AUDITS=${AUDITS:-off-the-shelf single-order-s240-w5 perm-aug-s240-w5 oc-sft-s240-w5}
+REPORT=${REPORT:-swap-gap}
 R=runs/swap
 mkdir -p "$R"
 pools="$R/dl19-reversed-w$WIDTH.json"
@@ -47,4 +49,4 @@ done
 failed=0
 for p in "${pids[@]}"; do wait "$p" || failed=1; done
 [ "$failed" = 0 ] || { echo "a scoring run failed" >&2; exit 1; }
-python3 scripts/swap_gap.py report "${pairs[@]}" --out "$OUT/swap-gap.md"
+python3 scripts/swap_gap.py report "${pairs[@]}" --out "$OUT/$REPORT.md"
