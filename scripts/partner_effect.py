@@ -28,18 +28,7 @@ import random
 import statistics
 import sys
 
-
-def read_jsonl(path):
-    try:
-        with open(path) as f:
-            for n, line in enumerate(f, 1):
-                if line.strip():
-                    try:
-                        yield n, json.loads(line)
-                    except ValueError as e:
-                        sys.exit(f"{path}:{n}: {e}")
-    except OSError as e:
-        sys.exit(f"{path}: {e}")
+from report_io import read_jsonl, write_report
 
 
 def read_labels(path):
@@ -171,11 +160,7 @@ def main():
         )
     text = "\n".join(lines) + "\n"
     if args.out:
-        cmd = " ".join(["scripts/partner_effect.py"] + sys.argv[1:])
-        with open(args.out, "w") as f:
-            f.write(f"<!-- {cmd} -->\n{text}")
-        with open(args.out.rsplit(".", 1)[0] + ".json", "w") as f:
-            json.dump({"command": cmd, "labels": args.labels, "audits": out}, f, indent=1)
+        write_report(args.out, "scripts/partner_effect.py", text, {"labels": args.labels, "audits": out})
     sys.stdout.write(text)
 
 

@@ -36,6 +36,8 @@ import random
 import statistics
 import sys
 
+from report_io import read_jsonl, write_report
+
 
 def reverse(args):
     try:
@@ -54,28 +56,15 @@ def reverse(args):
     json.dump(pools, sys.stdout)
 
 
-def read_jsonl(path):
-    try:
-        with open(path) as f:
-            for n, line in enumerate(f, 1):
-                if line.strip():
-                    try:
-                        yield json.loads(line)
-                    except ValueError as e:
-                        sys.exit(f"{path}:{n}: {e}")
-    except OSError as e:
-        sys.exit(f"{path}: {e}")
-
-
 def audit_records(audit):
     """(qid, permutation, window, candidate, slot, score) of every scored slot."""
-    for w in read_jsonl(f"{audit}/windows.jsonl"):
+    for _, w in read_jsonl(f"{audit}/windows.jsonl"):
         for r in w["records"]:
             yield r["qid"], r["permutation"], r["window"], r["candidate"], r["slot"], r["score"]
 
 
 def score_records(path):
-    for r in read_jsonl(path):
+    for _, r in read_jsonl(path):
         for k in ("qid", "candidate", "window", "score"):
             if k not in r:
                 sys.exit(f"{path}: a record has no `{k}`: {json.dumps(r)[:200]}")
@@ -191,11 +180,7 @@ def report(args):
         )
     text = "\n".join(lines) + "\n"
     if args.out:
-        cmd = " ".join(["scripts/swap_gap.py"] + sys.argv[1:])
-        with open(args.out, "w") as f:
-            f.write(f"<!-- {cmd} -->\n{text}")
-        with open(args.out.rsplit(".", 1)[0] + ".json", "w") as f:
-            json.dump({"command": cmd, "audits": out}, f, indent=1)
+        write_report(args.out, "scripts/swap_gap.py", text, {"audits": out})
     sys.stdout.write(text)
 
 

@@ -87,6 +87,17 @@ fn train_config(objective: Objective, lora: LoraConfig) -> TrainConfig {
     }
 }
 
+/// A small adapter without dropout on three projections, for the f64
+/// finite-difference checks.
+fn small_lora() -> LoraConfig {
+    LoraConfig {
+        rank: 2,
+        alpha: 4.0,
+        dropout: 0.0,
+        targets: vec!["q_proj".into(), "v_proj".into(), "up_proj".into()],
+    }
+}
+
 /// Sets every lora_B to seeded non-zero values (fresh adapters have B = 0,
 /// which zeroes the gradient of A).
 fn perturb_b(d: &Decoder) {
@@ -217,12 +228,7 @@ fn trainer_cross_entropy_loss_matches_finite_differences() {
 }
 
 fn trainer_loss_matches_finite_differences_with(supervised_loss: SupervisedLoss) {
-    let lora = LoraConfig {
-        rank: 2,
-        alpha: 4.0,
-        dropout: 0.0,
-        targets: vec!["q_proj".into(), "v_proj".into(), "up_proj".into()],
-    };
+    let lora = small_lora();
     let e = engine(DType::F64, &lora);
     perturb_b(&e.decoder);
     let scorer = Scorer::new(&e, score_config()).unwrap();
@@ -276,12 +282,7 @@ fn second_window() -> Example {
 /// the consistency term is live (lambda changes the gradient).
 #[test]
 fn pool_view_b_loss_matches_finite_differences() {
-    let lora = LoraConfig {
-        rank: 2,
-        alpha: 4.0,
-        dropout: 0.0,
-        targets: vec!["q_proj".into(), "v_proj".into(), "up_proj".into()],
-    };
+    let lora = small_lora();
     let e = engine(DType::F64, &lora);
     perturb_b(&e.decoder);
     let scorer = Scorer::new(&e, score_config()).unwrap();

@@ -1,0 +1,30 @@
+"""Shared input and output of the audit analysis scripts (imported, not run):
+JSON Lines with errors that name the file and line, and a Markdown table
+written with the command that made it plus a JSON twin."""
+import json
+import sys
+
+
+def read_jsonl(path):
+    """(line number, record) of every non-empty line; exits naming the file
+    and line on malformed JSON or an unreadable file."""
+    try:
+        with open(path) as f:
+            for n, line in enumerate(f, 1):
+                if line.strip():
+                    try:
+                        yield n, json.loads(line)
+                    except ValueError as e:
+                        sys.exit(f"{path}:{n}: {e}")
+    except OSError as e:
+        sys.exit(f"{path}: {e}")
+
+
+def write_report(out, script, text, payload):
+    """Writes `text` to OUT (headed by the command line) and `payload` with
+    the command to OUT's .json twin."""
+    cmd = " ".join([script] + sys.argv[1:])
+    with open(out, "w") as f:
+        f.write(f"<!-- {cmd} -->\n{text}")
+    with open(out.rsplit(".", 1)[0] + ".json", "w") as f:
+        json.dump({"command": cmd, **payload}, f, indent=1)
