@@ -28,7 +28,7 @@ import random
 import statistics
 import sys
 
-from report_io import read_jsonl, write_report
+from report_io import audit_windows, read_jsonl, write_report
 
 
 def read_labels(path):
@@ -45,7 +45,7 @@ def read_labels(path):
 
 def windows_of(audit):
     """Every scored window: (qid, [(candidate, score) in slot order])."""
-    for _, w in read_jsonl(f"{audit}/windows.jsonl"):
+    for w in audit_windows(audit):
         recs = sorted(w["records"], key=lambda r: r["slot"])
         yield w["qid"], [(r["candidate"], r["score"]) for r in recs]
 

@@ -28,3 +28,10 @@ def write_report(out, script, text, payload):
         f.write(f"<!-- {cmd} -->\n{text}")
     with open(out.rsplit(".", 1)[0] + ".json", "w") as f:
         json.dump({"command": cmd, **payload}, f, indent=1)
+
+
+def audit_windows(directory):
+    """Every scored window of an audit (`ocrank audit --out DIR`), as its
+    windows.jsonl record: qid, permutation, window and the slots' records."""
+    for _, w in read_jsonl(f"{directory}/windows.jsonl"):
+        yield w

@@ -36,7 +36,7 @@ import random
 import statistics
 import sys
 
-from report_io import read_jsonl, write_report
+from report_io import audit_windows, read_jsonl, write_report
 
 
 def reverse(args):
@@ -58,7 +58,7 @@ def reverse(args):
 
 def audit_records(audit):
     """(qid, permutation, window, candidate, slot, score) of every scored slot."""
-    for _, w in read_jsonl(f"{audit}/windows.jsonl"):
+    for w in audit_windows(audit):
         for r in w["records"]:
             yield r["qid"], r["permutation"], r["window"], r["candidate"], r["slot"], r["score"]
 
