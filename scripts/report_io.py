@@ -32,6 +32,10 @@ def write_report(out, script, text, payload):
 
 def audit_windows(directory):
     """Every scored window of an audit (`ocrank audit --out DIR`), as its
-    windows.jsonl record: qid, permutation, window and the slots' records."""
-    for _, w in read_jsonl(f"{directory}/windows.jsonl"):
+    windows.jsonl record: qid, permutation, window and the slots' records.
+    Exits naming the file and line on a line that is not a window record."""
+    path = f"{directory}/windows.jsonl"
+    for n, w in read_jsonl(path):
+        if not isinstance(w, dict) or not isinstance(w.get("records"), list):
+            sys.exit(f"{path}:{n}: not a window record (no list `records`)")
         yield w

@@ -17,10 +17,11 @@ signal would reach.
 """
 import argparse
 import collections
-import json
 import random
 import statistics
 import sys
+
+from report_io import audit_windows, write_report
 
 
 def r2(rows, key, scores):
@@ -59,15 +60,7 @@ def synthetic():
 
 
 def read_rows(directory):
-    rows = []
-    path = f"{directory}/windows.jsonl"
-    with open(path) as f:
-        for line_no, line in enumerate(f, 1):
-            try:
-                rows.extend(json.loads(line)["records"])
-            except (json.JSONDecodeError, KeyError) as e:
-                raise SystemExit(f"{path}:{line_no}: not a window record ({e})")
-    return rows
+    return [r for w in audit_windows(directory) for r in w["records"]]
 
 
 def analyse(directory, shuffles=500):
@@ -127,14 +120,15 @@ def main():
     lines = ["| audit | " + " | ".join(c[0] for c in cols) + " |", "|---" * (len(cols) + 1) + "|"]
     if not args.audits and not args.synthetic:
         ap.error("give audit directories or --synthetic")
+    rows = []
     for d in args.audits + (["--synthetic"] if args.synthetic else []):
         a = analyse(d)
+        rows.append(a)
         lines.append(f"| {d} | " + " | ".join(fmt.format(a[k]) for _, k, fmt in cols) + " |")
     text = "\n".join(lines) + "\n"
     print(text, end="")
     if args.out:
-        with open(args.out, "w") as f:
-            f.write(text)
+        write_report(args.out, "scripts/score_variance.py", text, {"audits": rows})
 
 
 if __name__ == "__main__":
