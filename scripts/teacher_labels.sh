@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# LLM-teacher labels for issue 5's order-averaged comparison: a trained
+# width-2 student (it has content signal, the base model has none) scores the
+# DL21 + DL22 training pools (top 20) under T seeded orders, and `ocrank label
+# --teacher llm` turns that into two label files from the same scores:
+# single-order (permutation 0, the canonical BM25 order) and order-averaged
+# (the mean expected grade over permutations 0..T-1).
+#
+#   scripts/teacher_labels.sh        # T = 10, the width-2 single-order student, 2 lanes
+#
+# Environment: TEACHER (reports/training/width2/adapters/single-order-s240-w5),
+# WIDTH (2), T (10), LANES (2: DL21 and DL22 side by side, one thread each),
+# RUNS (runs/teacher). The scoring runs are audits (`ocrank audit`, with DL21's
+# qrels, so the teacher's own nDCG@10 and tau-PSI on the training
+# pools come with them): they resume after an interruption, rerun to go on.
+# Writes RUNS/labels-T1.jsonl and RUNS/labels-T$T.jsonl.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${OCRANK:-target/release/ocrank}
+D=${DATA:-../shared/data/msmarco}
+TEACHER=${TEACHER:-reports/training/width2/adapters/single-order-s240-w5}
+WIDTH=${WIDTH:-2}
+T=${T:-10}
+LANES=${LANES:-2}
+RUNS=${RUNS:-runs/teacher}
+[ -f "$TEACHER/adapter_model.safetensors" ] || { echo "no teacher adapter in $TEACHER" >&2; exit 1; }
+mkdir -p "$RUNS"
+[ "$LANES" -le 1 ] || export RAYON_NUM_THREADS=${RAYON_NUM_THREADS:-1}
+
+pids=()
+for c in dl21 dl22; do
+    while [ "$(jobs -rp | wc -l)" -ge "$LANES" ]; do sleep 5; done
+    [ -f "$RUNS/$c/results.json" ] && continue
+    qrels=()  # DL22 ships without qrels: its audit reports the label-free measures
+    [ ! -f "$D/$c/qrels.txt" ] || qrels=(--qrels "$D/$c/qrels.txt")
+    echo "== teacher scores $c: log in $RUNS/$c.log"
+    "$BIN" audit --pools "$D/$c/bm25-top100.json" "${qrels[@]}" --depth 20 \
+        --width "$WIDTH" --max-chars 300 --template compact --mode batched \
+        --adapter "$TEACHER" --permutations "$T" --out "$RUNS/$c" > "$RUNS/$c.log" 2>&1 &
+    pids+=($!)
+done
+failed=0
+for p in "${pids[@]}"; do wait "$p" || failed=1; done
+[ "$failed" = 0 ] || { echo "a teacher audit failed: see $RUNS/*.log" >&2; exit 1; }
+
+# The audits' scored windows as one scores JSONL (the records are score records).
+python3 - "$RUNS/dl21" "$RUNS/dl22" > "$RUNS/scores.jsonl" <<'EOF'
+import json, sys
+sys.path.insert(0, "scripts")
+from report_io import audit_windows
+for d in sys.argv[1:]:
+    for w in audit_windows(d):
+        for r in w["records"]:
+            print(json.dumps(r))
+EOF
+for orders in 1 "$T"; do
+    "$BIN" label --teacher llm --scores "$RUNS/scores.jsonl" --orders "$orders" \
+        --pools "$D/dl21/bm25-top100.json" "$D/dl22/bm25-top100.json" --depth 20 \
+        --out "$RUNS/labels-T$orders.jsonl"
+done
