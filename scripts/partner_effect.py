@@ -28,19 +28,8 @@ import random
 import statistics
 import sys
 
-from report_io import audit_windows, read_jsonl, write_report
+from report_io import audit_windows, read_labels, write_report
 
-
-def read_labels(path):
-    labels = {}
-    for n, r in read_jsonl(path):
-        if "ocrank_labels" in r:
-            continue
-        try:
-            labels[(str(r["qid"]), str(r["candidate"]))] = float(r["label"])
-        except (KeyError, TypeError, ValueError) as e:
-            sys.exit(f"{path}:{n}: a label needs qid, candidate and a numeric label ({e})")
-    return labels
 
 
 def windows_of(audit):

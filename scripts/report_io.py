@@ -39,3 +39,17 @@ def audit_windows(directory):
         if not isinstance(w, dict) or not isinstance(w.get("records"), list):
             sys.exit(f"{path}:{n}: not a window record (no list `records`)")
         yield w
+
+
+def read_labels(path):
+    """(qid, candidate) -> label of an `ocrank label` file (its provenance
+    header skipped); exits naming the file and line on a bad record."""
+    labels = {}
+    for n, r in read_jsonl(path):
+        if "ocrank_labels" in r:
+            continue
+        try:
+            labels[(str(r["qid"]), str(r["candidate"]))] = float(r["label"])
+        except (KeyError, TypeError, ValueError) as e:
+            sys.exit(f"{path}:{n}: a label needs qid, candidate and a numeric label ({e})")
+    return labels

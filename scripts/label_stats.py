@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""Compare training-label files (`ocrank label` JSONL) over the candidates
+they share: each file's mean and standard deviation, the correlation of
+every pair of files, and, with --pools and --width, each file's mean label
+by slot of the canonical (BM25-ordered) contiguous windows of the top
+--depth candidates: the slot prior that training in canonical order can
+learn.
+
+    scripts/label_stats.py A.jsonl B.jsonl [...] [--pools P.json ... --width 4 --depth 20]
+"""
+import argparse
+import itertools
+import json
+import statistics
+import sys
+
+from report_io import read_labels
+
+
+
+def canonical_slots(pools, width, depth):
+    """(qid, candidate) -> 1-based slot in the canonical contiguous windows
+    (rank_llm `bm25-top100.json` pools: a list of {query, hits})."""
+    slot = {}
+    for path in pools:
+        try:
+            with open(path) as f:
+                data = json.load(f)
+            for p in data:
+                for i, h in enumerate(p["hits"][:depth]):
+                    slot[(str(h["qid"]), str(h["docid"]))] = i % width + 1
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            sys.exit(f"{path}: not a rank_llm pools file ({e})")
+    return slot
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("labels", nargs="+")
+    ap.add_argument("--pools", nargs="*", default=[])
+    ap.add_argument("--width", type=int)
+    ap.add_argument("--depth", type=int, default=20)
+    args = ap.parse_args()
+    files = {p: read_labels(p) for p in args.labels}
+    shared = sorted(set.intersection(*(set(v) for v in files.values())))
+    if not shared:
+        sys.exit("the label files share no candidate")
+    print(f"{len(shared)} shared candidates")
+    for p, v in files.items():
+        xs = [v[k] for k in shared]
+        print(f"{p}: mean {statistics.fmean(xs):.3f}, sd {statistics.pstdev(xs):.3f}")
+    for (p, a), (q, b) in itertools.combinations(files.items(), 2):
+        r = statistics.correlation([a[k] for k in shared], [b[k] for k in shared])
+        print(f"corr {p} ~ {q}: {r:.3f}")
+    if args.pools:
+        if not args.width:
+            ap.error("--pools needs --width")
+        slot = canonical_slots(args.pools, args.width, args.depth)
+        for p, v in files.items():
+            by = {}
+            for k in shared:
+                if k in slot:
+                    by.setdefault(slot[k], []).append(v[k])
+            means = ", ".join(f"slot {s}: {statistics.fmean(by[s]):.3f} (n {len(by[s])})" for s in sorted(by))
+            print(f"{p}: mean label by canonical slot at width {args.width}: {means}")
+
+
+if __name__ == "__main__":
+    main()
