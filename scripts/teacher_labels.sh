@@ -43,18 +43,9 @@ failed=0
 for p in "${pids[@]}"; do wait "$p" || failed=1; done
 [ "$failed" = 0 ] || { echo "a teacher audit failed: see $RUNS/*.log" >&2; exit 1; }
 
-# The audits' scored windows as one scores JSONL (the records are score records).
-python3 - "$RUNS/dl21" "$RUNS/dl22" > "$RUNS/scores.jsonl" <<'EOF'
-import json, sys
-sys.path.insert(0, "scripts")
-from report_io import audit_windows
-for d in sys.argv[1:]:
-    for w in audit_windows(d):
-        for r in w["records"]:
-            print(json.dumps(r))
-EOF
+# `label --scores` reads the audits' window logs directly (checksums verified).
 for orders in 1 "$T"; do
-    "$BIN" label --teacher llm --scores "$RUNS/scores.jsonl" --orders "$orders" \
+    "$BIN" label --teacher llm --scores "$RUNS/dl21" "$RUNS/dl22" --orders "$orders" \
         --pools "$D/dl21/bm25-top100.json" "$D/dl22/bm25-top100.json" --depth 20 \
         --out "$RUNS/labels-T$orders.jsonl"
 done

@@ -121,31 +121,7 @@ impl Store {
         let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
         let dropped_partial = bytes.len() - complete;
         bytes.truncate(complete);
-        let mut windows = BTreeMap::new();
-        for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
-            if line.is_empty() {
-                continue;
-            }
-            let corrupt = |message: String| StoreError::Corrupt {
-                path: path.clone(),
-                line: i + 1,
-                message,
-            };
-            let l: Line = serde_json::from_slice(line).map_err(|e| corrupt(e.to_string()))?;
-            let sum = fnv1a(&serde_json::to_vec(&l.records).expect("records serialize"));
-            if sum != l.checksum {
-                return Err(corrupt(format!("checksum {} != {sum}", l.checksum)));
-            }
-            windows.insert(
-                l.key,
-                StoredWindow {
-                    records: l.records,
-                    tokens: l.tokens,
-                    forwards: l.forwards,
-                    seconds: l.seconds,
-                },
-            );
-        }
+        let windows = parse_log(&path, &bytes)?;
         if dropped_partial > 0 {
             // Cut the partial line so that appends start on a fresh line.
             let f = OpenOptions::new()
@@ -200,6 +176,84 @@ impl Store {
 
     pub fn windows(&self) -> impl Iterator<Item = (&WindowKey, &StoredWindow)> {
         self.windows.iter()
+    }
+}
+
+/// Parses the complete lines of a window log, verifying each checksum.
+fn parse_log(path: &Path, bytes: &[u8]) -> Result<BTreeMap<WindowKey, StoredWindow>, StoreError> {
+    let mut windows = BTreeMap::new();
+    for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
+        if line.is_empty() {
+            continue;
+        }
+        let corrupt = |message: String| StoreError::Corrupt {
+            path: path.to_path_buf(),
+            line: i + 1,
+            message,
+        };
+        let l: Line = serde_json::from_slice(line).map_err(|e| corrupt(e.to_string()))?;
+        let sum = fnv1a(&serde_json::to_vec(&l.records).expect("records serialize"));
+        if sum != l.checksum {
+            return Err(corrupt(format!("checksum {} != {sum}", l.checksum)));
+        }
+        if windows.contains_key(&l.key) {
+            return Err(corrupt(format!(
+                "window {} of permutation {} of query {:?} is logged twice",
+                l.key.window, l.key.permutation, l.key.qid
+            )));
+        }
+        windows.insert(
+            l.key,
+            StoredWindow {
+                records: l.records,
+                tokens: l.tokens,
+                forwards: l.forwards,
+                seconds: l.seconds,
+            },
+        );
+    }
+    Ok(windows)
+}
+
+/// An audit directory read back without touching it: its settings and
+/// every window of its log, each line's checksum verified.
+#[derive(Debug, Clone)]
+pub struct AuditLog {
+    pub settings: serde_json::Value,
+    pub windows: BTreeMap<WindowKey, StoredWindow>,
+}
+
+impl AuditLog {
+    /// Reads the audit in `dir` (its `settings.json` and `windows.jsonl`).
+    /// Unlike [`Store::open`] it never writes, so an incomplete last line
+    /// (an audit killed or still running) is an error, not dropped.
+    pub fn read(dir: &Path) -> Result<AuditLog, StoreError> {
+        let settings_path = dir.join("settings.json");
+        let text = std::fs::read_to_string(&settings_path).map_err(io(&settings_path))?;
+        let settings: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| StoreError::Corrupt {
+                path: settings_path.clone(),
+                line: e.line(),
+                message: e.to_string(),
+            })?;
+        let path = dir.join("windows.jsonl");
+        let bytes = std::fs::read(&path).map_err(io(&path))?;
+        if !bytes.is_empty() && bytes.last() != Some(&b'\n') {
+            return Err(StoreError::Corrupt {
+                path: path.clone(),
+                line: bytes.iter().filter(|&&b| b == b'\n').count() + 1,
+                message: "incomplete last line: the audit was interrupted or is still running; \
+                          rerun `ocrank audit` with the same --out to finish it"
+                    .into(),
+            });
+        }
+        let windows = parse_log(&path, &bytes)?;
+        Ok(AuditLog { settings, windows })
+    }
+
+    /// Every score record of the log, in window order.
+    pub fn records(&self) -> impl Iterator<Item = &ScoreRecord> {
+        self.windows.values().flat_map(|w| w.records.iter())
     }
 }
 
@@ -319,5 +373,55 @@ mod tests {
         .err()
         .unwrap();
         assert!(err.to_string().contains("checksum"), "{err}");
+    }
+
+    #[test]
+    fn audit_log_reads_back_and_refuses_an_unfinished_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = serde_json::json!({"mode": "batched"});
+        let mut st = Store::open(dir.path(), &s).unwrap();
+        for (w, c) in [(0, "a"), (1, "b")] {
+            st.put(
+                key("q", w),
+                StoredWindow {
+                    records: vec![rec("q", c, 1)],
+                    tokens: 3,
+                    forwards: 1,
+                    seconds: 0.1,
+                },
+            )
+            .unwrap();
+        }
+        drop(st);
+        let log = AuditLog::read(dir.path()).unwrap();
+        assert_eq!(log.settings, s);
+        let cands: Vec<&str> = log.records().map(|r| r.candidate.as_str()).collect();
+        assert_eq!(cands, ["a", "b"]);
+        let path = dir.path().join("windows.jsonl");
+        let before = std::fs::read(&path).unwrap();
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(b"{\"qid\":\"q\"").unwrap();
+        drop(f);
+        let err = AuditLog::read(dir.path()).unwrap_err().to_string();
+        assert!(
+            err.contains("windows.jsonl:3") && err.contains("incomplete"),
+            "{err}"
+        );
+        // Reading never repairs: the partial line is still there.
+        assert_eq!(std::fs::read(&path).unwrap().len(), before.len() + 10);
+        // A window logged twice is refused, not silently overwritten.
+        let line = before.split(|&b| b == b'\n').next().unwrap();
+        let mut twice = before.clone();
+        twice.extend_from_slice(line);
+        twice.push(b'\n');
+        std::fs::write(&path, twice).unwrap();
+        let err = AuditLog::read(dir.path()).unwrap_err().to_string();
+        assert!(
+            err.contains("windows.jsonl:3") && err.contains("twice"),
+            "{err}"
+        );
+        let missing = tempfile::tempdir().unwrap();
+        let err = AuditLog::read(missing.path()).unwrap_err().to_string();
+        assert!(err.contains("settings.json"), "{err}");
     }
 }

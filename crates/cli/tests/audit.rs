@@ -174,4 +174,67 @@ fn external_scores_give_the_same_audit_and_compare_reads_audits() {
         table.contains("| tau_psi |") && table.contains("+0.0000 [+0.0000, +0.0000]"),
         "{table}"
     );
+
+    // An audit directory is a score source too, read through the audit's
+    // checksummed log: re-auditing it gives the same results.
+    let again = tmp.path().join("again");
+    let out = audit(&again, &["--scores", own.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(results(&again)["collection"], a["collection"]);
+    assert_eq!(crate::scores(&again), crate::scores(&own));
+
+    // LLM-teacher labels from the audit directory equal those from the
+    // scores JSONL of the same plan.
+    let pools: Vec<serde_json::Value> = serde_json::from_str(
+        &std::fs::read_to_string(root().join("../shared/data/msmarco/dl19/bm25-top100.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let two = tmp.path().join("two.json");
+    std::fs::write(&two, serde_json::to_string(&pools[..2]).unwrap()).unwrap();
+    let label = |scores: &[&Path], orders: &str, out: &Path| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_ocrank"));
+        c.current_dir(root())
+            .args(["label", "--teacher", "llm", "--scores"])
+            .args(scores)
+            .args(["--orders", orders, "--depth", "6", "--pools"])
+            .arg(&two)
+            .arg("--out")
+            .arg(out);
+        c.output().unwrap()
+    };
+    let (from_dir, from_jsonl) = (tmp.path().join("ld.jsonl"), tmp.path().join("lj.jsonl"));
+    for (src, out) in [(&own, &from_dir), (&scores, &from_jsonl)] {
+        let o = label(&[src.as_path()], "4", out);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let (ld, lj) = (
+        ocrank_data::read_labels(&from_dir).unwrap(),
+        ocrank_data::read_labels(&from_jsonl).unwrap(),
+    );
+    assert_eq!(ld.by_query.len(), 2);
+    assert_eq!(ld.by_query, lj.by_query);
+    assert_eq!(ld.header.provenance["scores"][0]["kind"], "audit");
+    assert!(ld.header.provenance["scores"][0]["settings"]["scorer"].is_object());
+    // The audit scored permutations 0..3 only; and a source given twice
+    // would count each score twice.
+    let o = label(&[own.as_path()], "5", &tmp.path().join("l5.jsonl"));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("under 4 of permutations 0..4"),
+        "{err}"
+    );
+    let o = label(
+        &[own.as_path(), scores.as_path()],
+        "4",
+        &tmp.path().join("l2.jsonl"),
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("scored twice"), "{err}");
 }

@@ -4,7 +4,7 @@
 //! `results.json` and `report.md` in `--out`.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::Context;
@@ -48,9 +48,10 @@ pub struct Args {
     /// Bootstrap resamples for the 95% intervals.
     #[arg(long, default_value_t = 10_000)]
     pub bootstrap: usize,
-    /// Audit scores produced elsewhere (the scores JSONL of SPEC.md section 7,
-    /// e.g. an external scorer's answers to `ocrank prompts`) instead of
-    /// scoring with --model.
+    /// Audit scores produced elsewhere instead of scoring with --model: the
+    /// scores JSONL of SPEC.md section 7 (e.g. an external scorer's answers to
+    /// `ocrank prompts`) or another audit's directory (e.g. to analyse it
+    /// against other qrels).
     #[arg(long, value_name = "FILE")]
     pub scores: Option<PathBuf>,
     /// Output directory (windows.jsonl, settings.json, results.json, report.md).
@@ -58,28 +59,12 @@ pub struct Args {
     pub out: PathBuf,
 }
 
-/// Loads an external scores file into the store, one entry per window.
-fn import_scores(store: &mut Store, path: &Path) -> anyhow::Result<()> {
-    let mut windows: BTreeMap<WindowKey, Vec<ocrank_data::ScoreRecord>> = BTreeMap::new();
-    for r in ocrank_data::read_scores(path)? {
-        let key = WindowKey {
-            qid: r.qid.clone(),
-            permutation: r.permutation,
-            window: r.window,
-        };
-        windows.entry(key).or_default().push(r);
-    }
-    for (key, records) in windows {
+/// Loads external scores (a scores JSONL or another audit's directory) into
+/// the store, one entry per window.
+fn import_scores(store: &mut Store, source: super::common::ScoreSource) -> anyhow::Result<()> {
+    for (key, window) in source.windows {
         if store.get(&key).is_none() {
-            store.put(
-                key,
-                StoredWindow {
-                    records,
-                    tokens: 0,
-                    forwards: 0,
-                    seconds: 0.0,
-                },
-            )?;
+            store.put(key, window)?;
         }
     }
     Ok(())
@@ -97,9 +82,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let cfg = args.scorer.config();
     // Everything that determines a score; the permutation count and the
     // query selection only choose which windows are scored.
-    let settings = match &args.scores {
-        Some(path) => json!({
-            "scores_sha256": sha256_file(path)?,
+    let source = match &args.scores {
+        Some(path) => Some(super::common::read_score_source(path)?),
+        None => None,
+    };
+    let settings = match &source {
+        Some(source) => json!({
+            "scores_sha256": source.sha256,
             "pools_sha256": sha256_file(&args.pools.pools)?,
             "depth": args.pools.depth,
         }),
@@ -122,8 +111,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             store.dropped_partial
         );
     }
-    if let Some(path) = &args.scores {
-        import_scores(&mut store, path)?;
+    if let Some(source) = source {
+        import_scores(&mut store, source)?;
     }
     let plan = PermutationPlan::new(args.seed, total_perms);
     let mut todo = Vec::new();

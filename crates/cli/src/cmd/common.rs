@@ -242,3 +242,58 @@ pub fn progress_bar(len: u64, what: &str) -> indicatif::ProgressBar {
     );
     bar
 }
+
+/// Scored windows read from `--scores`, with where they came from.
+pub struct ScoreSource {
+    pub windows: std::collections::BTreeMap<ocrank_audit::WindowKey, ocrank_audit::StoredWindow>,
+    /// SHA-256 of the scores JSONL, or of an audit's `windows.jsonl`.
+    pub sha256: String,
+    /// The path, its hash, and for an audit its settings (the scorer's model,
+    /// adapter and prompt fingerprint).
+    pub provenance: serde_json::Value,
+}
+
+/// Reads `--scores PATH`: a scores JSONL (SPEC.md section 7, e.g. from
+/// `ocrank score` or an external scorer) or an audit directory, whose window
+/// log is read through the audit's own reader (every line's checksum
+/// verified; an unfinished audit is refused).
+pub fn read_score_source(path: &Path) -> anyhow::Result<ScoreSource> {
+    use ocrank_audit::{AuditLog, StoredWindow, WindowKey};
+    if path.is_dir() {
+        let log = AuditLog::read(path)?;
+        let sha256 = sha256_file(&path.join("windows.jsonl"))?;
+        let provenance = serde_json::json!({
+            "path": path, "kind": "audit", "windows_sha256": sha256, "settings": log.settings,
+        });
+        return Ok(ScoreSource {
+            windows: log.windows,
+            sha256,
+            provenance,
+        });
+    }
+    let mut windows = std::collections::BTreeMap::<WindowKey, StoredWindow>::new();
+    for r in ocrank_data::read_scores(path)? {
+        let key = WindowKey {
+            qid: r.qid.clone(),
+            permutation: r.permutation,
+            window: r.window,
+        };
+        windows
+            .entry(key)
+            .or_insert_with(|| StoredWindow {
+                records: Vec::new(),
+                tokens: 0,
+                forwards: 0,
+                seconds: 0.0,
+            })
+            .records
+            .push(r);
+    }
+    let sha256 = sha256_file(path)?;
+    let provenance = serde_json::json!({"path": path, "kind": "scores", "sha256": sha256});
+    Ok(ScoreSource {
+        windows,
+        sha256,
+        provenance,
+    })
+}

@@ -31,6 +31,8 @@ Examples:
       --qrels ../shared/data/msmarco/dl21/qrels.txt --depth 20 --out runs/labels-gold.jsonl
   ocrank score --pools P --permutations 10 --out runs/teacher.jsonl
   ocrank label --teacher llm --scores runs/teacher.jsonl --orders 10 --pools P --out L
+  ocrank audit --pools P --adapter A --permutations 10 --out runs/teacher-audit
+  ocrank label --teacher llm --scores runs/teacher-audit --orders 10 --pools P --out L
   ocrank label --teacher embedding --pools P --calibration-pools ../shared/data/msmarco/dl22/bm25-top100.json \\
       --calibration-qrels ../shared/data/msmarco/dl22/qrels.txt --out L")]
 pub struct Args {
@@ -45,9 +47,11 @@ pub struct Args {
     /// Gold teacher: qrels files (several may be given).
     #[arg(long, value_name = "FILE", num_args = 1..)]
     pub qrels: Vec<PathBuf>,
-    /// LLM teacher: its scores JSONL.
-    #[arg(long, value_name = "FILE")]
-    pub scores: Option<PathBuf>,
+    /// LLM teacher: its scores, each a scores JSONL (`ocrank score`) or an
+    /// audit directory (`ocrank audit --out DIR`, read with its checksums);
+    /// several may be given (e.g. one audit per pool file).
+    #[arg(long, value_name = "PATH", num_args = 1..)]
+    pub scores: Vec<PathBuf>,
     /// LLM teacher: average permutations 0..T-1 of each candidate.
     #[arg(long, default_value_t = 1)]
     pub orders: usize,
@@ -141,22 +145,43 @@ fn gold(args: &Args, pools: &[Pool]) -> anyhow::Result<(LabelMap, usize, serde_j
 }
 
 fn llm(args: &Args, pools: &[Pool]) -> anyhow::Result<(LabelMap, usize, serde_json::Value)> {
-    let path = args
-        .scores
-        .as_ref()
-        .context("--teacher llm needs --scores (a scores JSONL from `ocrank score`)")?;
+    anyhow::ensure!(
+        !args.scores.is_empty(),
+        "--teacher llm needs --scores (a scores JSONL from `ocrank score` or an audit directory)"
+    );
     anyhow::ensure!(args.orders >= 1, "--orders must be at least 1");
-    // qid -> candidate -> permutation -> expected grade
-    let mut seen: BTreeMap<(String, String), BTreeMap<usize, f64>> = BTreeMap::new();
-    for r in ocrank_data::read_scores(path)? {
-        if r.permutation >= args.orders {
-            continue;
+    // (qid, candidate) -> permutation -> (expected grade, source index)
+    let mut seen: BTreeMap<(String, String), BTreeMap<usize, (f64, usize)>> = BTreeMap::new();
+    let mut sources = Vec::new();
+    for (si, path) in args.scores.iter().enumerate() {
+        let source = super::common::read_score_source(path)?;
+        for r in source.windows.values().flat_map(|w| &w.records) {
+            if r.permutation >= args.orders {
+                continue;
+            }
+            let e: f64 = r.probs.iter().enumerate().map(|(g, p)| g as f64 * p).sum();
+            let perms = seen
+                .entry((r.qid.clone(), r.candidate.clone()))
+                .or_default();
+            if let Some((_, first)) = perms.insert(r.permutation, (e, si)) {
+                anyhow::bail!(
+                    "{}: query {:?}, candidate {:?} is scored twice under permutation {} (also in {})",
+                    path.display(),
+                    r.qid,
+                    r.candidate,
+                    r.permutation,
+                    args.scores[first].display()
+                );
+            }
         }
-        let e: f64 = r.probs.iter().enumerate().map(|(g, p)| g as f64 * p).sum();
-        seen.entry((r.qid, r.candidate))
-            .or_default()
-            .insert(r.permutation, e);
+        sources.push(source.provenance);
     }
+    let names = || {
+        (args.scores.iter())
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     let mut out = LabelMap::new();
     for p in pools {
         let m = out.entry(p.qid.clone()).or_default();
@@ -166,21 +191,22 @@ fn llm(args: &Args, pools: &[Pool]) -> anyhow::Result<(LabelMap, usize, serde_js
             anyhow::ensure!(
                 got == args.orders,
                 "{}: query {:?}, candidate {:?} is scored under {got} of permutations 0..{} (score with --permutations {} --depth {})",
-                path.display(),
+                names(),
                 p.qid,
                 c.id,
                 args.orders - 1,
                 args.orders,
                 args.depth
             );
-            let mean = perms.expect("checked").values().sum::<f64>() / args.orders as f64;
+            let perms = perms.expect("checked");
+            let mean = perms.values().map(|(e, _)| e).sum::<f64>() / args.orders as f64;
             m.insert(c.id.clone(), mean.clamp(0.0, 3.0));
         }
     }
     Ok((
         out,
         args.orders,
-        json!({"scores": path, "scores_sha256": sha256_file(path)?, "orders": args.orders,
+        json!({"scores": sources, "orders": args.orders,
                "label": "expected grade sum g p_g, mean over permutations 0..orders-1"}),
     ))
 }
