@@ -93,12 +93,7 @@ impl Store {
         let settings_path = dir.join("settings.json");
         match std::fs::read_to_string(&settings_path) {
             Ok(text) => {
-                let old: serde_json::Value =
-                    serde_json::from_str(&text).map_err(|e| StoreError::Corrupt {
-                        path: settings_path.clone(),
-                        line: e.line(),
-                        message: e.to_string(),
-                    })?;
+                let old = parse_settings(&settings_path, &text)?;
                 if &old != settings {
                     return Err(StoreError::Settings {
                         path: dir.to_path_buf(),
@@ -179,6 +174,14 @@ impl Store {
     }
 }
 
+fn parse_settings(path: &Path, text: &str) -> Result<serde_json::Value, StoreError> {
+    serde_json::from_str(text).map_err(|e| StoreError::Corrupt {
+        path: path.to_path_buf(),
+        line: e.line(),
+        message: e.to_string(),
+    })
+}
+
 /// Parses the complete lines of a window log, verifying each checksum.
 fn parse_log(path: &Path, bytes: &[u8]) -> Result<BTreeMap<WindowKey, StoredWindow>, StoreError> {
     let mut windows = BTreeMap::new();
@@ -230,12 +233,7 @@ impl AuditLog {
     pub fn read(dir: &Path) -> Result<AuditLog, StoreError> {
         let settings_path = dir.join("settings.json");
         let text = std::fs::read_to_string(&settings_path).map_err(io(&settings_path))?;
-        let settings: serde_json::Value =
-            serde_json::from_str(&text).map_err(|e| StoreError::Corrupt {
-                path: settings_path.clone(),
-                line: e.line(),
-                message: e.to_string(),
-            })?;
+        let settings = parse_settings(&settings_path, &text)?;
         let path = dir.join("windows.jsonl");
         let bytes = std::fs::read(&path).map_err(io(&path))?;
         if !bytes.is_empty() && bytes.last() != Some(&b'\n') {

@@ -37,6 +37,14 @@ fn audit(out: &Path, extra: &[&str]) -> Command {
     c
 }
 
+fn succeeded(out: &std::process::Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 fn lines(path: &Path) -> usize {
     std::fs::read_to_string(path)
         .map(|s| s.lines().count())
@@ -88,11 +96,7 @@ fn killed_and_resumed_audit_equals_an_uninterrupted_one() {
     let done = lines(&log);
     assert!((3..16).contains(&done), "killed after {done} windows");
     let out = audit(&a, &[]).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("already scored"), "{err}");
     assert_eq!(lines(&log), 16);
@@ -144,11 +148,7 @@ fn external_scores_give_the_same_audit_and_compare_reads_audits() {
     let out = audit(&ext, &["--scores", scores.to_str().unwrap()])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     let (a, b) = (results(&own), results(&ext));
     assert_eq!(a["collection"], b["collection"]);
     assert_eq!(a["bsc"], b["bsc"]);
@@ -165,11 +165,7 @@ fn external_scores_give_the_same_audit_and_compare_reads_audits() {
         .output()
         .unwrap();
     let table = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     assert!(
         table.contains("| tau_psi |") && table.contains("+0.0000 [+0.0000, +0.0000]"),
         "{table}"
@@ -181,11 +177,7 @@ fn external_scores_give_the_same_audit_and_compare_reads_audits() {
     let out = audit(&again, &["--scores", own.to_str().unwrap()])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     assert_eq!(results(&again)["collection"], a["collection"]);
     assert_eq!(crate::scores(&again), crate::scores(&own));
 
