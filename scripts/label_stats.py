@@ -3,8 +3,11 @@
 they share: each file's mean and standard deviation, the correlation of
 every pair of files, and, with --pools and --width, each file's mean label
 by slot of the canonical (BM25-ordered) contiguous windows of the top
---depth candidates: the slot prior that training in canonical order can
-learn.
+--depth candidates (the slot prior that training in canonical order can
+learn) and the correlation of the labels of two candidates that share a
+canonical window, each label centred on its query's mean (a teacher that
+grades the window, not the candidate, gives its mates the same label: near
+1; an order-free teacher: near the pools' own correlation).
 
     scripts/label_stats.py A.jsonl B.jsonl [...] [--pools P.json ... --width 4 --depth 20]
 """
@@ -19,8 +22,9 @@ from report_io import read_labels
 
 
 def canonical_slots(pools, width, depth):
-    """(qid, candidate) -> 1-based slot in the canonical contiguous windows
-    (rank_llm `bm25-top100.json` pools: a list of {query, hits})."""
+    """(qid, candidate) -> (0-based window, 1-based slot) in the canonical
+    contiguous windows (rank_llm `bm25-top100.json` pools: a list of
+    {query, hits})."""
     slot = {}
     for path in pools:
         try:
@@ -28,7 +32,7 @@ def canonical_slots(pools, width, depth):
                 data = json.load(f)
             for p in data:
                 for i, h in enumerate(p["hits"][:depth]):
-                    slot[(str(h["qid"]), str(h["docid"]))] = i % width + 1
+                    slot[(str(h["qid"]), str(h["docid"]))] = (i // width, i % width + 1)
         except (OSError, ValueError, KeyError, TypeError) as e:
             sys.exit(f"{path}: not a rank_llm pools file ({e})")
     return slot
@@ -60,9 +64,34 @@ def main():
             by = {}
             for k in shared:
                 if k in slot:
-                    by.setdefault(slot[k], []).append(v[k])
+                    by.setdefault(slot[k][1], []).append(v[k])
             means = ", ".join(f"slot {s}: {statistics.fmean(by[s]):.3f} (n {len(by[s])})" for s in sorted(by))
             print(f"{p}: mean label by canonical slot at width {args.width}: {means}")
+            xs, ys = mate_pairs(v, shared, slot)
+            print(f"{p}: canonical window-mates' label corr at width {args.width}: "
+                  f"{statistics.correlation(xs, ys):.3f} ({len(xs)} ordered pairs)")
+
+
+def mate_pairs(labels, shared, slot):
+    """Every ordered pair of distinct candidates in the same canonical window,
+    as two lists of query-centred labels."""
+    by_query = {}
+    for k in shared:
+        by_query.setdefault(k[0], []).append(k)
+    centred = {}
+    for keys in by_query.values():
+        m = statistics.fmean(labels[k] for k in keys)
+        centred.update((k, labels[k] - m) for k in keys)
+    windows = {}
+    for k in shared:
+        if k in slot:
+            windows.setdefault((k[0], slot[k][0]), []).append(k)
+    xs, ys = [], []
+    for members in windows.values():
+        for a, b in itertools.permutations(members, 2):
+            xs.append(centred[a])
+            ys.append(centred[b])
+    return xs, ys
 
 
 if __name__ == "__main__":
