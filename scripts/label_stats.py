@@ -7,13 +7,16 @@ by slot of the canonical (BM25-ordered) contiguous windows of the top
 learn) and the correlation of the labels of two candidates that share a
 canonical window, each label centred on its query's mean (a teacher that
 grades the window, not the candidate, gives its mates the same label: near
-1; an order-free teacher: near the pools' own correlation).
+1; an order-free teacher: near the pools' own correlation; centring on the
+query's mean biases it by about -1/(depth - 1), -0.05 at depth 20).
 
     scripts/label_stats.py A.jsonl B.jsonl [...] [--pools P.json ... --width 4 --depth 20]
+    scripts/label_stats.py --synthetic     # self-check of the mates' correlation
 """
 import argparse
 import itertools
 import json
+import random
 import statistics
 import sys
 
@@ -38,7 +41,31 @@ def canonical_slots(pools, width, depth):
     return slot
 
 
+def synthetic():
+    """Labels with a known structure: a window grade shared by the mates
+    (correlation near 1) and labels drawn per candidate (near 0)."""
+    rng = random.Random(0)
+    slot, window_grade, own = {}, {}, {}
+    for q in range(50):
+        for i in range(20):
+            k = (f"q{q}", f"c{i}")
+            slot[k] = (i // 4, i % 4 + 1)
+            window_grade.setdefault((q, i // 4), rng.gauss(0, 1))
+            own[k] = rng.gauss(0, 1)
+    shared = sorted(slot)
+    window = {k: window_grade[(int(k[0][1:]), slot[k][0])] + 0.1 * own[k] for k in shared}
+    for name, labels, lo, hi in [("window", window, 0.95, 1.0), ("candidate", own, -0.1, 0.1)]:
+        xs, ys = mate_pairs(labels, shared, slot)
+        r = statistics.correlation(xs, ys)
+        assert len(xs) == 50 * 5 * 12, len(xs)
+        assert lo <= r <= hi, (name, r)
+        print(f"synthetic {name} labels: mates' corr {r:.3f} (expected in [{lo}, {hi}])")
+    print("ok")
+
+
 def main():
+    if sys.argv[1:] == ["--synthetic"]:
+        return synthetic()
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("labels", nargs="+")
     ap.add_argument("--pools", nargs="*", default=[])
