@@ -4,7 +4,7 @@ loss of the best constant score (the mean training label) on the same
 windows, in bins of steps (and, for cross-entropy runs, the cross-entropy
 next to the best constant grade distribution's). A ratio below 1 means the scorer has learnt
 something beyond the label mean; at 1 it predicts the mean (the collapse of
-the CPU pilot).
+the CPU pilot). The header gives the logged step time (sum and median).
 
     scripts/train_curve.py RUN_DIR [--bin 25] [--pools FILE... --labels FILE]
 
@@ -18,6 +18,7 @@ import argparse
 import hashlib
 import json
 import math
+import statistics
 import struct
 import sys
 from pathlib import Path
@@ -113,7 +114,9 @@ def main():
             if "constant" in l and abs(l["constant"] - c) > 1e-9:
                 sys.exit(f"step {l['step']}: rebuilt constant {c} differs from the logged {l['constant']}")
             l.setdefault("constant_cross_entropy", k)
-    print(f"`{a.run}`: {len(log)} steps; constant-score loss {source}\n")
+    secs = sorted(l["seconds"] for l in log)
+    print(f"`{a.run}`: {len(log)} steps; constant-score loss {source}; logged step time "
+          f"{sum(secs):.0f} s, median {statistics.median(secs):.1f} s per step\n")
     extra = " cross-entropy | constant distribution | ratio |" if ce else ""
     # OC-SFT runs log their consistency term (the mean over the window's
     # candidates of the squared difference of a candidate's expected grade

@@ -248,11 +248,6 @@ impl AuditLog {
         let windows = parse_log(&path, &bytes)?;
         Ok(AuditLog { settings, windows })
     }
-
-    /// Every score record of the log, in window order.
-    pub fn records(&self) -> impl Iterator<Item = &ScoreRecord> {
-        self.windows.values().flat_map(|w| w.records.iter())
-    }
 }
 
 fn diff_keys(old: &serde_json::Value, new: &serde_json::Value) -> String {
@@ -393,7 +388,10 @@ mod tests {
         drop(st);
         let log = AuditLog::read(dir.path()).unwrap();
         assert_eq!(log.settings, s);
-        let cands: Vec<&str> = log.records().map(|r| r.candidate.as_str()).collect();
+        let cands: Vec<&str> = (log.windows.values())
+            .flat_map(|w| &w.records)
+            .map(|r| r.candidate.as_str())
+            .collect();
         assert_eq!(cands, ["a", "b"]);
         let path = dir.path().join("windows.jsonl");
         let before = std::fs::read(&path).unwrap();

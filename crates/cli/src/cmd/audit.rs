@@ -52,7 +52,7 @@ pub struct Args {
     /// scores JSONL of SPEC.md section 7 (e.g. an external scorer's answers to
     /// `ocrank prompts`) or another audit's directory (e.g. to analyse it
     /// against other qrels).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "PATH")]
     pub scores: Option<PathBuf>,
     /// Output directory (windows.jsonl, settings.json, results.json, report.md).
     #[arg(long, value_name = "DIR")]
