@@ -24,7 +24,8 @@
 # INIT/OBJECTIVE$INIT_SFX with --init-adapter, a curriculum over widths; its
 # names end in -from-$INIT_TAG; INIT_OBJ=NAME starts every objective from
 # INIT/NAME$INIT_SFX instead), SEED (0: data order, views, dropout; other
-# seeds add -seedN to the names). LANES=N runs up to N objectives at once, each as its own process on
+# seeds add -seedN to the names), TAG (names end in -TAG: e.g. the label set,
+# when two runs differ only in LABELS). LANES=N runs up to N objectives at once, each as its own process on
 # one thread (RAYON_NUM_THREADS=1): on the 2-core machine a width-2 step
 # runs 1.11x faster on 2 threads than on 1 (bench/threads.md), so two
 # one-thread runs side by side finish nearly twice the work.
@@ -64,6 +65,8 @@ INIT_OBJ=${INIT_OBJ:-}
 [ -z "$INIT" ] || SFX="$SFX-from-$INIT_TAG"
 SEED=${SEED:-0}
 [ "$SEED" = 0 ] || SFX="$SFX-seed$SEED"
+TAG=${TAG:-}
+[ -z "$TAG" ] || SFX="$SFX-$TAG"
 if [ "$LANES" -gt 1 ]; then export RAYON_NUM_THREADS=${RAYON_NUM_THREADS:-1}; fi
 
 minilm_labels "$LABELS"
