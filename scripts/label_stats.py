@@ -50,10 +50,10 @@ def synthetic():
         for i in range(20):
             k = (f"q{q}", f"c{i}")
             slot[k] = (i // 4, i % 4 + 1)
-            window_grade.setdefault((q, i // 4), rng.gauss(0, 1))
+            window_grade.setdefault((k[0], i // 4), rng.gauss(0, 1))
             own[k] = rng.gauss(0, 1)
     shared = sorted(slot)
-    window = {k: window_grade[(int(k[0][1:]), slot[k][0])] + 0.1 * own[k] for k in shared}
+    window = {k: window_grade[k[0], slot[k][0]] + 0.1 * own[k] for k in shared}
     for name, labels, lo, hi in [("window", window, 0.95, 1.0), ("candidate", own, -0.1, 0.1)]:
         xs, ys = mate_pairs(labels, shared, slot)
         r = statistics.correlation(xs, ys)
@@ -64,14 +64,17 @@ def synthetic():
 
 
 def main():
-    if sys.argv[1:] == ["--synthetic"]:
-        return synthetic()
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("labels", nargs="+")
+    ap.add_argument("labels", nargs="*")
+    ap.add_argument("--synthetic", action="store_true", help="self-check of the mates' correlation")
     ap.add_argument("--pools", nargs="*", default=[])
     ap.add_argument("--width", type=int)
     ap.add_argument("--depth", type=int, default=20)
     args = ap.parse_args()
+    if args.synthetic:
+        return synthetic()
+    if not args.labels:
+        ap.error("give one or more label files (or --synthetic)")
     files = {p: read_labels(p) for p in args.labels}
     shared = sorted(set.intersection(*(set(v) for v in files.values())))
     if not shared:

@@ -114,7 +114,7 @@ def main():
             if "constant" in l and abs(l["constant"] - c) > 1e-9:
                 sys.exit(f"step {l['step']}: rebuilt constant {c} differs from the logged {l['constant']}")
             l.setdefault("constant_cross_entropy", k)
-    secs = sorted(l["seconds"] for l in log)
+    secs = [l["seconds"] for l in log]
     print(f"`{a.run}`: {len(log)} steps; constant-score loss {source}; logged step time "
           f"{sum(secs):.0f} s, median {statistics.median(secs):.1f} s per step\n")
     extra = " cross-entropy | constant distribution | ratio |" if ce else ""
