@@ -388,7 +388,9 @@ mod tests {
         drop(st);
         let log = AuditLog::read(dir.path()).unwrap();
         assert_eq!(log.settings, s);
-        let cands: Vec<&str> = (log.windows.values())
+        let cands: Vec<&str> = log
+            .windows
+            .values()
             .flat_map(|w| &w.records)
             .map(|r| r.candidate.as_str())
             .collect();
