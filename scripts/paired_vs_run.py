@@ -20,6 +20,8 @@ import os
 import random
 import sys
 
+from report_io import bootstrap_mean
+
 audit, per_query = sys.argv[1], sys.argv[2]
 measure = sys.argv[3] if len(sys.argv) > 3 else "ndcg_at_10"
 
@@ -46,8 +48,6 @@ qs = sorted(set(a) & set(b))
 if not qs:
     sys.exit("no query in common")
 d = [a[q] - b[q] for q in qs]
-rng = random.Random(0)
-boot = sorted(sum(rng.choice(d) for _ in d) / len(d) for _ in range(10000))
-mean = sum(d) / len(d)
+mean, lo, hi = bootstrap_mean(d, random.Random(0))
 print(f"{len(qs)} queries: audit {measure} {sum(a[q] for q in qs) / len(qs):.4f}, run {sum(b[q] for q in qs) / len(qs):.4f}, "
-      f"difference {mean:+.4f} [{boot[249]:+.4f}, {boot[9749]:+.4f}] (95% paired bootstrap, 10,000 resamples)")
+      f"difference {mean:+.4f} [{lo:+.4f}, {hi:+.4f}] (95% paired bootstrap, 10,000 resamples)")

@@ -53,3 +53,12 @@ def read_labels(path):
         except (KeyError, TypeError, ValueError) as e:
             sys.exit(f"{path}:{n}: a label needs qid, candidate and a numeric label ({e})")
     return labels
+
+
+def bootstrap_mean(diffs, rng, resamples=10000):
+    """Mean of `diffs` (per-query paired differences) and the 95% percentile
+    interval of that mean over `resamples` bootstrap resamples of the
+    queries, drawn from `rng`."""
+    n = len(diffs)
+    means = sorted(sum(rng.choice(diffs) for _ in range(n)) / n for _ in range(resamples))
+    return sum(diffs) / n, means[int(0.025 * resamples) - 1], means[int(0.975 * resamples) - 1]

@@ -25,7 +25,7 @@ import json
 import random
 import sys
 
-from report_io import write_report
+from report_io import bootstrap_mean, write_report
 
 MEASURES = "ndcg_at_10,ndcg_at_10_mean,ndcg_at_10_worst,tau_psi,retained_set_overlap"
 RESAMPLES = 10000
@@ -50,13 +50,6 @@ def protocol(r):
     s = r["settings"]
     return (json.dumps(s.get("scorer"), sort_keys=True), s.get("depth"),
             s.get("pools_sha256"), r["spec"].get("permutations"), r["spec"].get("seed"))
-
-
-def bootstrap(diffs, rng):
-    """Mean and 95% percentile interval of the mean over queries."""
-    n = len(diffs)
-    means = sorted(sum(diffs[rng.randrange(n)] for _ in range(n)) / n for _ in range(RESAMPLES))
-    return sum(diffs) / n, means[int(0.025 * RESAMPLES)], means[int(0.975 * RESAMPLES) - 1]
 
 
 def fmt(m, lo, hi):
@@ -92,9 +85,9 @@ def main():
     for m in measures:
         per_seed = [[rt["per_query"][q][m] - rc["per_query"][q][m] for q in queries]
                     for _, _, rt, rc in pairs]
-        seeds = [bootstrap(d, rng) for d in per_seed]
-        pooled = bootstrap([sum(d[i] for d in per_seed) / len(per_seed)
-                            for i in range(len(queries))], rng)
+        seeds = [bootstrap_mean(d, rng, RESAMPLES) for d in per_seed]
+        pooled = bootstrap_mean([sum(d[i] for d in per_seed) / len(per_seed)
+                            for i in range(len(queries))], rng, RESAMPLES)
         spread = max(s[0] for s in seeds) - min(s[0] for s in seeds)
         rows.append(f"| {m} | " + " | ".join(fmt(*s) for s in seeds)
                     + f" | {fmt(*pooled)} | {spread:.4f} |")
