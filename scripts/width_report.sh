@@ -17,7 +17,8 @@
 #
 # Environment: WIDTH (2), STEPS (240), LR (1e-3), LAMBDA (5, warm-up over the
 # first 20% of steps), PERMS (3), OBJECTIVES ("single-order oc-sft"; also
-# perm-aug, order-averaged, and oc-sft-pool: OC-SFT with --view-b pool),
+# perm-aug, order-averaged, oc-sft-pool: OC-SFT with --view-b pool, and
+# oc-sft-aug: OC-SFT with --view-a permuted, perm-aug plus the consistency term),
 # WINDOWS (windows per step, 1), BASE (1: audit the base model too, first;
 # last: after the objectives, so that a long training starts first), LANES
 # (1), INIT (a directory of kept adapters: each objective starts from
@@ -75,6 +76,7 @@ minilm_labels "$LABELS"
 train_and_audit() { local obj=$1 run="$RUNS/$1$SFX" kept="$OUT/adapters/$1$SFX"
     local objective=$obj view=()
     if [ "$obj" = oc-sft-pool ]; then objective=oc-sft; view=(--view-b pool); fi
+    if [ "$obj" = oc-sft-aug ]; then objective=oc-sft; view=(--view-a permuted); fi
     if [ -f "$kept/adapter_model.safetensors" ]; then
         echo "== train $obj: kept adapter $kept"
     else
@@ -122,7 +124,7 @@ for p in "${jobs_pids[@]}"; do wait "$p" || failed=1; done
 # Compare every finished audit of these settings, also those of objectives
 # trained by an earlier invocation (e.g. single-order, then oc-sft alone).
 dirs=()
-for a in off-the-shelf single-order$SFX order-averaged$SFX perm-aug$SFX oc-sft$SFX oc-sft-pool$SFX; do
+for a in off-the-shelf single-order$SFX order-averaged$SFX perm-aug$SFX oc-sft$SFX oc-sft-pool$SFX oc-sft-aug$SFX; do
     if [ -f "$OUT/$a$MSFX/results.json" ]; then dirs+=("$OUT/$a$MSFX"); fi
 done
 [ "${#dirs[@]}" -lt 2 ] || "$BIN" compare "${dirs[@]}" \

@@ -22,4 +22,4 @@ pub use loss::{
     Objective, SupervisedLoss,
 };
 pub use optim::{AdamW, AdamWConfig, Cosine};
-pub use trainer::{run, EmaConfig, StepLog, TrainConfig, Trainer, ViewB};
+pub use trainer::{run, EmaConfig, StepLog, TrainConfig, Trainer, ViewA, ViewB};

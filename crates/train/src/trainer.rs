@@ -43,6 +43,48 @@ pub struct EmaConfig {
     pub weight: f64,
 }
 
+/// Where OC-SFT's view A comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ViewA {
+    /// Issue 5's protocol: the window in its canonical (first-stage) order,
+    /// the order single-order training reads.
+    #[default]
+    Canonical,
+    /// The window in a fresh seeded order at every step: the very view A of
+    /// perm-aug under the same seed (same windows, same orders, same
+    /// dropout), so that OC-SFT with it differs from perm-aug by the
+    /// consistency term alone. SPEC.md section 5 allows it ("two
+    /// permutations of the same window").
+    Permuted,
+}
+
+impl ViewA {
+    fn is_canonical(&self) -> bool {
+        *self == ViewA::Canonical
+    }
+}
+
+impl std::str::FromStr for ViewA {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "canonical" => Ok(ViewA::Canonical),
+            "permuted" => Ok(ViewA::Permuted),
+            _ => Err(format!("unknown view A {s:?} (canonical, permuted)")),
+        }
+    }
+}
+
+impl std::fmt::Display for ViewA {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ViewA::Canonical => "canonical",
+            ViewA::Permuted => "permuted",
+        })
+    }
+}
+
 /// Where OC-SFT's view B comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -119,6 +161,10 @@ pub struct TrainConfig {
     /// window permutation, so older runs still resume).
     #[serde(default, skip_serializing_if = "ViewB::is_window")]
     pub view_b: ViewB,
+    /// OC-SFT's view A (left out of the settings when canonical, so older
+    /// runs still resume).
+    #[serde(default, skip_serializing_if = "ViewA::is_canonical")]
+    pub view_a: ViewA,
 }
 
 fn one() -> usize {
@@ -286,8 +332,11 @@ pub fn plan_step(cfg: &TrainConfig, examples: &[Example], step: usize) -> StepPl
     let example = example_at(cfg.seed, examples.len(), step);
     let n = examples[example].ids.len();
     let identity: Vec<usize> = (0..n).collect();
-    let view_a = match cfg.objective {
-        Objective::PermAug => seeded_order(cfg.seed, "perm-aug", step, n),
+    // OC-SFT with a permuted view A draws perm-aug's orders (same key).
+    let view_a = match (cfg.objective, cfg.view_a) {
+        (Objective::PermAug, _) | (Objective::OcSft, ViewA::Permuted) => {
+            seeded_order(cfg.seed, "perm-aug", step, n)
+        }
         _ => identity,
     };
     let oc_sft = cfg.objective == Objective::OcSft;
@@ -386,6 +435,17 @@ impl<'a> Trainer<'a> {
                     e.ids.len()
                 )));
             }
+        }
+        if cfg.view_a == ViewA::Permuted && cfg.objective != Objective::OcSft {
+            return Err(Error::Train(format!(
+                "--view-a permuted is a view A of OC-SFT, but the objective is {}{}",
+                cfg.objective,
+                match cfg.objective {
+                    Objective::SingleOrder => ": a permuted single-order view is perm-aug",
+                    Objective::PermAug => ": perm-aug's view is already permuted",
+                    _ => "",
+                }
+            )));
         }
         if cfg.view_b == ViewB::Pool {
             if cfg.objective != Objective::OcSft {
@@ -976,6 +1036,7 @@ mod tests {
             windows_per_step: 1,
             supervised_loss: Default::default(),
             view_b: ViewB::Window,
+            view_a: ViewA::Canonical,
         }
     }
 
@@ -1042,6 +1103,39 @@ mod tests {
                 seen.len() > 20,
                 "width {n}: only {} distinct views B",
                 seen.len()
+            );
+        }
+    }
+
+    #[test]
+    fn permuted_view_a_is_perm_augs_view_and_view_b_still_differs() {
+        let mut oc = config(Objective::OcSft);
+        oc.view_a = ViewA::Permuted;
+        let aug = config(Objective::PermAug);
+        let canonical = config(Objective::OcSft);
+        for n in [2, 4, 10] {
+            let examples = vec![example(n), example(n), example(n)];
+            let mut moved = 0;
+            for step in 0..100 {
+                let plan = plan_step(&oc, &examples, step);
+                let twin = plan_step(&aug, &examples, step);
+                assert_eq!(plan.example, twin.example, "same window as perm-aug");
+                assert_eq!(plan.view_a, twin.view_a, "same view A as perm-aug");
+                let b = plan.view_b.expect("OC-SFT has a view B");
+                assert_ne!(b, plan.view_a, "width {n}, step {step}");
+                let mut sorted = b.clone();
+                sorted.sort_unstable();
+                assert_eq!(sorted, (0..n).collect::<Vec<_>>());
+                let canon = plan_step(&canonical, &examples, step);
+                assert_eq!(canon.view_a, (0..n).collect::<Vec<_>>());
+                if plan.view_a != canon.view_a {
+                    moved += 1;
+                }
+            }
+            // Width 2 keeps the identity about half the time; wider almost never.
+            assert!(
+                moved > 30,
+                "width {n}: view A moved on {moved} of 100 steps"
             );
         }
     }

@@ -456,6 +456,7 @@ fn training(
                     windows_per_step: 1,
                     supervised_loss: Default::default(),
                     view_b: Default::default(),
+                    view_a: Default::default(),
                 },
             )
         })

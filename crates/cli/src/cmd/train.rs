@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use ocrank_engine::{Kernels, LoraConfig};
 use ocrank_score::Scorer;
-use ocrank_train::{AdamWConfig, EmaConfig, Objective, TrainConfig, Trainer, ViewB};
+use ocrank_train::{AdamWConfig, EmaConfig, Objective, TrainConfig, Trainer, ViewA, ViewB};
 use serde_json::json;
 
 use super::common::{
@@ -128,6 +128,12 @@ pub struct Args {
     /// ones also change their window-mates, as under a reshuffled pool
     #[arg(long, default_value = "window", value_name = "window|pool")]
     pub view_b: ViewB,
+    /// OC-SFT's view A: `canonical` is issue 5's protocol (the window in its
+    /// first-stage order, as single-order reads it); `permuted` draws a fresh
+    /// seeded order every step, perm-aug's own view A under the same seed, so
+    /// that the run differs from perm-aug by the consistency term alone
+    #[arg(long, default_value = "canonical", value_name = "canonical|permuted")]
+    pub view_a: ViewA,
     /// Run directory (train.json, log.jsonl, checkpoints/, adapter/).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
@@ -223,6 +229,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         windows_per_step: args.windows_per_step,
         supervised_loss: args.supervised_loss,
         view_b: args.view_b,
+        view_a: args.view_a,
     };
     let pools_sha = sha256_files(&args.data.pools)?;
     let mut settings = json!({

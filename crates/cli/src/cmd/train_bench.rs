@@ -114,6 +114,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 windows_per_step: 1,
                 supervised_loss: Default::default(),
                 view_b: Default::default(),
+                view_a: Default::default(),
             };
             let trainer = Trainer::new(scorer, examples.clone(), tcfg)
                 .with_context(|| format!("{objective} on {mode}:{width} windows"))?;
