@@ -84,6 +84,7 @@ fn train_config(objective: Objective, lora: LoraConfig) -> TrainConfig {
         windows_per_step: 1,
         supervised_loss: Default::default(),
         view_b: Default::default(),
+        view_a: Default::default(),
     }
 }
 
