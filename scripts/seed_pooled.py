@@ -86,8 +86,9 @@ def main():
         per_seed = [[rt["per_query"][q][m] - rc["per_query"][q][m] for q in queries]
                     for _, _, rt, rc in pairs]
         seeds = [bootstrap_mean(d, rng, RESAMPLES) for d in per_seed]
-        pooled = bootstrap_mean([sum(d[i] for d in per_seed) / len(per_seed)
-                            for i in range(len(queries))], rng, RESAMPLES)
+        mean_over_seeds = [sum(d[i] for d in per_seed) / len(per_seed)
+                           for i in range(len(queries))]
+        pooled = bootstrap_mean(mean_over_seeds, rng, RESAMPLES)
         spread = max(s[0] for s in seeds) - min(s[0] for s in seeds)
         rows.append(f"| {m} | " + " | ".join(fmt(*s) for s in seeds)
                     + f" | {fmt(*pooled)} | {spread:.4f} |")
