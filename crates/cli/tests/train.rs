@@ -305,6 +305,71 @@ fn label_train_kill_resume_select_and_audit_with_the_adapter() {
     assert!(s["selected"]["ndcg_at_10_mean"].as_f64().unwrap() >= 0.0);
     assert!(sel.with_extension("md").exists());
 
+    // A run kept without its checkpoints (train.json + the final adapter)
+    // offers its final adapter: the same adapter as a's step 60, so the same
+    // held-out nDCG.
+    let kept = tmp.path().join("kept");
+    std::fs::create_dir_all(kept.join("adapter")).unwrap();
+    std::fs::copy(b.join("train.json"), kept.join("train.json")).unwrap();
+    for f in std::fs::read_dir(b.join("adapter")).unwrap() {
+        let f = f.unwrap().path();
+        std::fs::copy(&f, kept.join("adapter").join(f.file_name().unwrap())).unwrap();
+    }
+    let sel_kept = tmp.path().join("selection-kept.json");
+    ok(ocrank(&[
+        "select",
+        "--model",
+        model.to_str().unwrap(),
+        "--runs",
+        kept.to_str().unwrap(),
+        "--pools",
+        DL21,
+        "--qrels",
+        QRELS,
+        "--depth",
+        "4",
+        "--permutations",
+        "1",
+        "--out",
+        sel_kept.to_str().unwrap(),
+    ]));
+    let k: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&sel_kept).unwrap()).unwrap();
+    let only = k["candidates"].as_array().unwrap();
+    assert_eq!(only.len(), 1, "{k}");
+    assert!(
+        only[0]["candidate"].as_str().unwrap().ends_with("@final"),
+        "{k}"
+    );
+    assert_eq!(
+        only[0]["ndcg_at_10_mean"], cands[3]["ndcg_at_10_mean"],
+        "{k}"
+    );
+    // Without checkpoints and without the final adapter there is nothing to select.
+    std::fs::remove_dir_all(kept.join("adapter")).unwrap();
+    let out = ocrank(&[
+        "select",
+        "--model",
+        model.to_str().unwrap(),
+        "--runs",
+        kept.to_str().unwrap(),
+        "--pools",
+        DL21,
+        "--qrels",
+        QRELS,
+        "--depth",
+        "4",
+        "--out",
+        sel_kept.to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("no final adapter"),
+        "{err}"
+    );
+
     // The adapter loads into audit, changes the scores and is fingerprinted.
     let audit = |out: &Path, adapter: Option<&Path>| {
         let mut c = ocrank(&[

@@ -26,7 +26,9 @@ pub struct Args {
     pub model: ModelArgs,
     #[command(flatten)]
     pub split: SplitArgs,
-    /// Training run directories (from `ocrank train`).
+    /// Training run directories (from `ocrank train`): each checkpoint is a
+    /// candidate; a run without checkpoints (train.json and the final
+    /// `adapter/` only) contributes its final adapter.
     #[arg(long, value_name = "DIR", required = true, num_args = 1..)]
     pub runs: Vec<PathBuf>,
     /// Pools holding the held-out queries (usually the training pools).
@@ -118,7 +120,20 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             candidates.push(("base".into(), None, cfg.clone()));
         }
         let cks = ocrank_train::trainer::checkpoints(&run.join("checkpoints"))?;
-        anyhow::ensure!(!cks.is_empty(), "{}: no checkpoint yet", run.display());
+        if cks.is_empty() {
+            // A finished run kept without its checkpoints (train.json and the
+            // final adapter, e.g. to compare lambdas of runs from earlier
+            // sessions): its final adapter is the one candidate.
+            let last = run.join("adapter");
+            anyhow::ensure!(
+                last.join("adapter_model.safetensors").exists(),
+                "{}: no checkpoint yet, and no final adapter in {}",
+                run.display(),
+                last.display()
+            );
+            candidates.push((format!("{}@final", run.display()), Some(last), cfg.clone()));
+            continue;
+        }
         let last = cks.last().map(|c| c.0);
         for (step, dir) in cks {
             if step % args.every.max(1) == 0 || Some(step) == last {
