@@ -227,23 +227,27 @@ fn label_train_kill_resume_select_and_audit_with_the_adapter() {
     assert!(doc["supervised_over_constant_last_50"].as_f64().unwrap() > 0.0);
     let copy = tmp.path().join("dl21-copy.json");
     std::fs::copy(root().join(DL21), &copy).unwrap();
-    let out = ocrank(&[
-        "select",
-        "--model",
-        model.to_str().unwrap(),
-        "--runs",
-        split.to_str().unwrap(),
-        "--pools",
-        copy.to_str().unwrap(),
-        "--qrels",
-        QRELS,
-        "--depth",
-        "4",
-        "--out",
-        tmp.path().join("sel-x.json").to_str().unwrap(),
-    ])
-    .output()
-    .unwrap();
+    // `ocrank select` of one run on a pools file (qrels, depth 4); callers add flags.
+    let select = |run: &Path, pools: &Path, out: &Path| {
+        ocrank(&[
+            "select",
+            "--model",
+            model.to_str().unwrap(),
+            "--runs",
+            run.to_str().unwrap(),
+            "--pools",
+            pools.to_str().unwrap(),
+            "--qrels",
+            QRELS,
+            "--depth",
+            "4",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+    };
+    let out = select(&split, &copy, &tmp.path().join("sel-x.json"))
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         !out.status.success() && err.contains("were all trained on"),
@@ -278,26 +282,10 @@ fn label_train_kill_resume_select_and_audit_with_the_adapter() {
 
     // Selection on the held-out split picks one of the checkpoints.
     let sel = tmp.path().join("selection.json");
-    ok(ocrank(&[
-        "select",
-        "--model",
-        model.to_str().unwrap(),
-        "--runs",
-        a.to_str().unwrap(),
-        "--pools",
-        DL21,
-        "--qrels",
-        QRELS,
-        "--depth",
-        "4",
-        "--permutations",
-        "1",
-        "--every",
-        "20",
-        "--include-base",
-        "--out",
-        sel.to_str().unwrap(),
-    ]));
+    let dl21 = root().join(DL21);
+    let mut c = select(&a, &dl21, &sel);
+    c.args(["--permutations", "1", "--every", "20", "--include-base"]);
+    ok(c);
     let s: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&sel).unwrap()).unwrap();
     let cands = s["candidates"].as_array().unwrap();
@@ -316,23 +304,9 @@ fn label_train_kill_resume_select_and_audit_with_the_adapter() {
         std::fs::copy(&f, kept.join("adapter").join(f.file_name().unwrap())).unwrap();
     }
     let sel_kept = tmp.path().join("selection-kept.json");
-    ok(ocrank(&[
-        "select",
-        "--model",
-        model.to_str().unwrap(),
-        "--runs",
-        kept.to_str().unwrap(),
-        "--pools",
-        DL21,
-        "--qrels",
-        QRELS,
-        "--depth",
-        "4",
-        "--permutations",
-        "1",
-        "--out",
-        sel_kept.to_str().unwrap(),
-    ]));
+    let mut c = select(&kept, &dl21, &sel_kept);
+    c.args(["--permutations", "1"]);
+    ok(c);
     let k: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&sel_kept).unwrap()).unwrap();
     let only = k["candidates"].as_array().unwrap();
@@ -347,23 +321,7 @@ fn label_train_kill_resume_select_and_audit_with_the_adapter() {
     );
     // Without checkpoints and without the final adapter there is nothing to select.
     std::fs::remove_dir_all(kept.join("adapter")).unwrap();
-    let out = ocrank(&[
-        "select",
-        "--model",
-        model.to_str().unwrap(),
-        "--runs",
-        kept.to_str().unwrap(),
-        "--pools",
-        DL21,
-        "--qrels",
-        QRELS,
-        "--depth",
-        "4",
-        "--out",
-        sel_kept.to_str().unwrap(),
-    ])
-    .output()
-    .unwrap();
+    let out = select(&kept, &dl21, &sel_kept).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         !out.status.success() && err.contains("no final adapter"),
