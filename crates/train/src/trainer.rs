@@ -878,6 +878,11 @@ pub fn checkpoint_dir(dir: &Path, step: usize) -> PathBuf {
     dir.join(format!("step-{step:06}"))
 }
 
+/// Where a finished run in `out` keeps its final adapter (PEFT layout).
+pub fn final_adapter_dir(out: &Path) -> PathBuf {
+    out.join("adapter")
+}
+
 /// Completed checkpoints in `dir`, by step.
 pub fn checkpoints(dir: &Path) -> Result<Vec<(usize, PathBuf)>> {
     let mut out = Vec::new();
@@ -991,7 +996,7 @@ pub fn run(
             trainer.save_checkpoint(&ck_dir, base_model)?;
         }
     }
-    let final_dir = out.join("adapter");
+    let final_dir = final_adapter_dir(out);
     let last = checkpoint_dir(&ck_dir, trainer.step());
     if last.exists() {
         trainer

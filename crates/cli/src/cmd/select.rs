@@ -124,14 +124,18 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             // A finished run kept without its checkpoints (train.json and the
             // final adapter, e.g. to compare lambdas of runs from earlier
             // sessions): its final adapter is the one candidate.
-            let last = run.join("adapter");
+            let adapter = ocrank_train::trainer::final_adapter_dir(run);
             anyhow::ensure!(
-                last.join("adapter_model.safetensors").exists(),
+                adapter.join("adapter_model.safetensors").exists(),
                 "{}: no checkpoint yet, and no final adapter in {}",
                 run.display(),
-                last.display()
+                adapter.display()
             );
-            candidates.push((format!("{}@final", run.display()), Some(last), cfg.clone()));
+            candidates.push((
+                format!("{}@final", run.display()),
+                Some(adapter),
+                cfg.clone(),
+            ));
             continue;
         }
         let last = cks.last().map(|c| c.0);

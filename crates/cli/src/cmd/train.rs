@@ -363,7 +363,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         all_logs.len(),
         logs.len(),
         seconds,
-        args.out.join("adapter").display()
+        ocrank_train::trainer::final_adapter_dir(&args.out).display()
     );
     Ok(())
 }
