@@ -18,7 +18,8 @@
 # Environment: WIDTH (2), STEPS (240), LR (1e-3), LAMBDA (5, warm-up over the
 # first 20% of steps), PERMS (3), OBJECTIVES ("single-order oc-sft"; also
 # perm-aug, order-averaged, oc-sft-pool: OC-SFT with --view-b pool, and
-# oc-sft-aug: OC-SFT with --view-a permuted, perm-aug plus the consistency term),
+# oc-sft-aug: OC-SFT with --view-a permuted, perm-aug plus the consistency term;
+# oc-sft-aug-spread: the same with --consistency-scale spread),
 # WINDOWS (windows per step, 1), BASE (1: audit the base model too, first;
 # last: after the objectives, so that a long training starts first), LANES
 # (1), INIT (a directory of kept adapters: each objective starts from
@@ -77,6 +78,8 @@ train_and_audit() { local obj=$1 run="$RUNS/$1$SFX" kept="$OUT/adapters/$1$SFX"
     local objective=$obj view=()
     if [ "$obj" = oc-sft-pool ]; then objective=oc-sft; view=(--view-b pool); fi
     if [ "$obj" = oc-sft-aug ]; then objective=oc-sft; view=(--view-a permuted); fi
+    if [ "$obj" = oc-sft-aug-spread ]; then
+        objective=oc-sft; view=(--view-a permuted --consistency-scale spread); fi
     if [ -f "$kept/adapter_model.safetensors" ]; then
         echo "== train $obj: kept adapter $kept"
     else

@@ -18,8 +18,9 @@ pub use checkpoint::Grads;
 pub use data::{examples, is_heldout, Example};
 pub use error::{Error, Result};
 pub use loss::{
-    cross_entropy, expected, grade_probs, objective_loss, objective_loss_pairs, two_point, Loss,
-    Objective, SupervisedLoss,
+    cross_entropy, expected, grade_probs, objective_loss, objective_loss_pairs,
+    objective_loss_spread, spread_consistency, two_point, ConsistencyScale, Loss, Objective,
+    SupervisedLoss, SPREAD_FLOOR,
 };
 pub use optim::{AdamW, AdamWConfig, Cosine};
 pub use trainer::{run, EmaConfig, StepLog, TrainConfig, Trainer, ViewA, ViewB};

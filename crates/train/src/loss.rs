@@ -316,6 +316,99 @@ pub fn objective_loss_pairs(
     })
 }
 
+/// How OC-SFT's consistency term weighs the views' differences.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ConsistencyScale {
+    /// SPEC.md section 5: `sum_i (s_A,i - s_B,i)^2 / S`, on the 0-3 scale.
+    #[default]
+    Absolute,
+    /// Beyond SPEC.md: the same mean squared difference divided by the
+    /// window's score spread, [`spread_consistency`]. Scaling every score's
+    /// deviation from its window's mean by c leaves it unchanged, so,
+    /// unlike the absolute term, it is not lowered by pulling a window's
+    /// scores towards one shared window grade (the way the width-2 and
+    /// width-4 students met the absolute term: `reports/training/width4/`).
+    Spread,
+}
+
+impl ConsistencyScale {
+    pub fn is_absolute(&self) -> bool {
+        *self == ConsistencyScale::Absolute
+    }
+}
+
+impl std::str::FromStr for ConsistencyScale {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "absolute" => Ok(ConsistencyScale::Absolute),
+            "spread" => Ok(ConsistencyScale::Spread),
+            _ => Err(format!(
+                "unknown consistency scale {s:?} (absolute, spread)"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for ConsistencyScale {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ConsistencyScale::Absolute => "absolute",
+            ConsistencyScale::Spread => "spread",
+        })
+    }
+}
+
+/// The floor of [`spread_consistency`]'s denominator: a within-window
+/// variance of 0.01 (standard deviation 0.1 on the 0-3 scale), so that a
+/// window whose scores all agree gives a finite term and gradient.
+pub const SPREAD_FLOOR: f64 = 0.01;
+
+/// `mean_i (a_i - b_i)^2 / ((var(a) + var(b)) / 2 + SPREAD_FLOOR)`: the
+/// views' mean squared difference per candidate (`b` aligned to `a`'s
+/// candidates) relative to the window's spread, with `var` the population
+/// variance of a view's scores over the window. Dimensionless; both views
+/// carry gradients, through the denominator too. Composite ops only.
+pub fn spread_consistency(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let n = a.dim(0)?;
+    if n < 2 || b.dim(0)? != n {
+        return Err(Error::Train(format!(
+            "the spread-scaled consistency term needs two views of the same window of at least 2 candidates ({n} and {})",
+            b.dim(0)?
+        )));
+    }
+    let var = |t: &Tensor| -> candle_core::Result<Tensor> {
+        let m = t.mean_all()?;
+        t.broadcast_sub(&m)?.sqr()?.mean_all()
+    };
+    let diff = (a - b)?.sqr()?.mean_all()?;
+    let spread = (((var(a)? + var(b)?)? * 0.5)? + SPREAD_FLOOR)?;
+    Ok((diff / spread)?)
+}
+
+/// OC-SFT's loss with the spread-scaled consistency term: the supervised
+/// term over view A's slots as in [`objective_loss`], plus lambda times
+/// [`spread_consistency`] of the two views (`s_b_aligned[i]` is view B's
+/// score of view A's i-th candidate). `consistency` reports the
+/// dimensionless ratio.
+pub fn objective_loss_spread(
+    s_a: &Tensor,
+    y: &[f64],
+    s_b_aligned: &Tensor,
+    lambda: f64,
+    ce_log_probs: Option<&Tensor>,
+) -> Result<Loss> {
+    let sup = objective_loss(s_a, y, None, 0.0, ce_log_probs)?;
+    let cons = spread_consistency(s_a, s_b_aligned)?;
+    let c = cons.to_dtype(DType::F64)?.to_scalar::<f64>()?;
+    Ok(Loss {
+        total: (sup.total + (cons * lambda)?)?,
+        consistency: c,
+        ..sup
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use candle_core::{Device, Var};
@@ -351,6 +444,85 @@ mod tests {
         assert!((one.consistency - 0.25).abs() < 1e-12);
         let empty = Tensor::zeros(0, DType::F64, &dev).unwrap();
         assert!(objective_loss_pairs(&s_a, &y, &empty, &empty, 2.0, None).is_err());
+    }
+
+    /// The spread-scaled term: its value by hand, its invariance to scaling
+    /// the deviations from the window mean (where the absolute term falls
+    /// by c^2), and its gradient for both views against finite differences.
+    #[test]
+    fn spread_consistency_is_scale_free_and_its_gradient_is_right() {
+        let dev = Device::Cpu;
+        let a = [1.0f64, 2.0, 0.5, 1.5];
+        let b = [1.2f64, 1.6, 0.5, 1.9];
+        let t = |v: &[f64]| Tensor::new(v, &dev).unwrap();
+        let scalar = |t: &Tensor| t.to_scalar::<f64>().unwrap();
+        let var = |v: &[f64]| {
+            let m = v.iter().sum::<f64>() / v.len() as f64;
+            v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / v.len() as f64
+        };
+        let msd = |a: &[f64], b: &[f64]| {
+            a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum::<f64>() / a.len() as f64
+        };
+        let diff = msd(&a, &b);
+        let want = diff / ((var(&a) + var(&b)) / 2.0 + SPREAD_FLOOR);
+        let got = scalar(&spread_consistency(&t(&a), &t(&b)).unwrap());
+        assert!((got - want).abs() < 1e-12, "{got} vs {want}");
+        // Pull both views towards one window grade g (deviations times c):
+        // the absolute term falls by c^2, the spread-scaled one only by the
+        // floor's share.
+        let g = 1.0;
+        let c = 0.2;
+        let shrink = |v: &[f64]| v.iter().map(|x| g + c * (x - g)).collect::<Vec<_>>();
+        let (sa, sb) = (shrink(&a), shrink(&b));
+        assert!((msd(&sa, &sb) - c * c * diff).abs() < 1e-12);
+        let shrunk = scalar(&spread_consistency(&t(&sa), &t(&sb)).unwrap());
+        let unfloored = diff / ((var(&a) + var(&b)) / 2.0);
+        let want = c * c * diff / (c * c * (var(&a) + var(&b)) / 2.0 + SPREAD_FLOOR);
+        assert!((shrunk - want).abs() < 1e-12);
+        assert!(shrunk > 0.3 * unfloored, "{shrunk} vs {unfloored}");
+        // Gradient for both views against central finite differences.
+        let va = Var::new(&a, &dev).unwrap();
+        let vb = Var::new(&b, &dev).unwrap();
+        let grads = spread_consistency(va.as_tensor(), vb.as_tensor())
+            .unwrap()
+            .backward()
+            .unwrap();
+        let f = |a: &[f64], b: &[f64]| scalar(&spread_consistency(&t(a), &t(b)).unwrap());
+        let h = 1e-6;
+        for (view, var) in [(0, &va), (1, &vb)] {
+            let g = grads
+                .get(var.as_tensor())
+                .unwrap()
+                .to_vec1::<f64>()
+                .unwrap();
+            for i in 0..4 {
+                let (mut ap, mut am, mut bp, mut bm) =
+                    (a.to_vec(), a.to_vec(), b.to_vec(), b.to_vec());
+                if view == 0 {
+                    ap[i] += h;
+                    am[i] -= h;
+                } else {
+                    bp[i] += h;
+                    bm[i] -= h;
+                }
+                let fd = (f(&ap, &bp) - f(&am, &bm)) / (2.0 * h);
+                assert!(g[i].abs() > 1e-6, "view {view} slot {i}: zero gradient");
+                assert!(
+                    (g[i] - fd).abs() < 1e-6,
+                    "view {view} slot {i}: {} vs {fd}",
+                    g[i]
+                );
+            }
+        }
+        // The loss adds lambda times the ratio to the supervised term.
+        let y = [1.0, 2.5, 0.0, 1.0];
+        let l = objective_loss_spread(&t(&a), &y, &t(&b), 2.0, None).unwrap();
+        let sup = objective_loss(&t(&a), &y, None, 0.0, None).unwrap();
+        let ratio = scalar(&spread_consistency(&t(&a), &t(&b)).unwrap());
+        assert!((scalar(&l.total) - (scalar(&sup.total) + 2.0 * ratio)).abs() < 1e-12);
+        assert_eq!(l.consistency, ratio);
+        assert!(spread_consistency(&t(&a[..1]), &t(&b[..1])).is_err());
+        assert!(spread_consistency(&t(&a), &t(&b[..3])).is_err());
     }
 
     #[test]

@@ -29,8 +29,8 @@ use crate::checkpoint::{self, Grads};
 use crate::data::Example;
 use crate::error::{Error, Result};
 use crate::loss::{
-    expected, log_probs_from_logits, objective_loss, objective_loss_pairs, two_point, window_input,
-    Objective, SupervisedLoss,
+    expected, log_probs_from_logits, objective_loss, objective_loss_pairs, objective_loss_spread,
+    two_point, window_input, ConsistencyScale, Objective, SupervisedLoss,
 };
 use crate::optim::{AdamW, AdamWConfig, Cosine};
 
@@ -165,6 +165,11 @@ pub struct TrainConfig {
     /// runs still resume).
     #[serde(default, skip_serializing_if = "ViewA::is_canonical")]
     pub view_a: ViewA,
+    /// OC-SFT's consistency term: SPEC.md's absolute squared difference
+    /// (left out of the settings, so older runs still resume) or the
+    /// spread-scaled one (beyond SPEC.md).
+    #[serde(default, skip_serializing_if = "ConsistencyScale::is_absolute")]
+    pub consistency_scale: ConsistencyScale,
 }
 
 fn one() -> usize {
@@ -447,6 +452,19 @@ impl<'a> Trainer<'a> {
                 }
             )));
         }
+        if cfg.consistency_scale == ConsistencyScale::Spread {
+            if cfg.objective != Objective::OcSft {
+                return Err(Error::Train(format!(
+                    "--consistency-scale spread scales OC-SFT's consistency term, but the objective is {}",
+                    cfg.objective
+                )));
+            }
+            if cfg.view_b == ViewB::Pool {
+                return Err(Error::Train(
+                    "--consistency-scale spread with --view-b pool: the spread is a whole window's, and a pool view B shares only part of it; use --view-b window".into(),
+                ));
+            }
+        }
         if cfg.view_b == ViewB::Pool {
             if cfg.objective != Objective::OcSft {
                 return Err(Error::Train(format!(
@@ -693,9 +711,14 @@ impl<'a> Trainer<'a> {
             SupervisedLoss::CrossEntropy => Some(&log_probs[0]),
             SupervisedLoss::Squared => None,
         };
-        let loss = match &pairs {
-            None => objective_loss(&s_a, &ex.labels, s_b.as_ref(), lambda, ce_log_probs)?,
-            Some((a, b)) => objective_loss_pairs(&s_a, &ex.labels, a, b, lambda, ce_log_probs)?,
+        let loss = match (&pairs, self.cfg.consistency_scale, &s_b) {
+            (Some((a, b)), _, _) => {
+                objective_loss_pairs(&s_a, &ex.labels, a, b, lambda, ce_log_probs)?
+            }
+            (None, ConsistencyScale::Spread, Some(s_b)) => {
+                objective_loss_spread(&s_a, &ex.labels, s_b, lambda, ce_log_probs)?
+            }
+            (None, _, s_b) => objective_loss(&s_a, &ex.labels, s_b.as_ref(), lambda, ce_log_probs)?,
         };
         let mut total = loss.total.clone();
         let mut regulariser = 0.0;
@@ -1042,6 +1065,7 @@ mod tests {
             supervised_loss: Default::default(),
             view_b: ViewB::Window,
             view_a: ViewA::Canonical,
+            consistency_scale: Default::default(),
         }
     }
 

@@ -85,6 +85,7 @@ fn train_config(objective: Objective, lora: LoraConfig) -> TrainConfig {
         supervised_loss: Default::default(),
         view_b: Default::default(),
         view_a: Default::default(),
+        consistency_scale: Default::default(),
     }
 }
 
@@ -259,6 +260,38 @@ fn trainer_loss_matches_finite_differences_with(supervised_loss: SupervisedLoss)
         assert!(out.constant_cross_entropy.is_none());
     }
     assert_gradient_matches_finite_differences(&mut trainer, &e.decoder.lora_vars());
+}
+
+/// `--consistency-scale spread`: the whole OC-SFT loss with the
+/// spread-scaled term (through both views and the spread's denominator)
+/// matches finite differences, and the term is live.
+#[test]
+fn spread_consistency_loss_matches_finite_differences() {
+    let lora = small_lora();
+    let e = engine(DType::F64, &lora);
+    perturb_b(&e.decoder);
+    let scorer = Scorer::new(&e, score_config()).unwrap();
+    let mut cfg = train_config(Objective::OcSft, lora);
+    cfg.consistency_scale = ocrank_train::ConsistencyScale::Spread;
+    let mut trainer = Trainer::new(&scorer, vec![example()], cfg.clone()).unwrap();
+    let out = trainer.loss_and_grads(0).unwrap().1;
+    assert!(out.loss.consistency > 1e-8, "{}", out.loss.consistency);
+    let total = out.total.to_scalar::<f64>().unwrap();
+    let sup = out.loss.supervised;
+    assert!(
+        (total - sup - cfg.lambda * out.loss.consistency).abs() < 1e-9,
+        "{total} vs {sup} + {} * {}",
+        cfg.lambda,
+        out.loss.consistency
+    );
+    assert_gradient_matches_finite_differences(&mut trainer, &e.decoder.lora_vars());
+    // Refused where it has no meaning.
+    let mut bad = cfg.clone();
+    bad.objective = Objective::PermAug;
+    assert!(Trainer::new(&scorer, vec![example()], bad).is_err());
+    let mut bad = cfg;
+    bad.view_b = ocrank_train::ViewB::Pool;
+    assert!(Trainer::new(&scorer, vec![example(), second_window()], bad).is_err());
 }
 
 /// A second window of query q1 (the pool of `example`), for a pool view B.

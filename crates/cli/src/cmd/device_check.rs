@@ -457,6 +457,7 @@ fn training(
                     supervised_loss: Default::default(),
                     view_b: Default::default(),
                     view_a: Default::default(),
+                    consistency_scale: Default::default(),
                 },
             )
         })

@@ -134,6 +134,13 @@ pub struct Args {
     /// that the run differs from perm-aug by the consistency term alone
     #[arg(long, default_value = "canonical", value_name = "canonical|permuted")]
     pub view_a: ViewA,
+    /// OC-SFT's consistency term: `absolute` is SPEC.md's
+    /// lambda * sum (s_A - s_B)^2 / S; `spread` (beyond SPEC.md) divides the
+    /// mean squared difference by the window's score spread (the views'
+    /// mean within-window variance plus 0.01), so that pulling a window's
+    /// scores towards one shared grade does not lower it
+    #[arg(long, default_value = "absolute", value_name = "absolute|spread")]
+    pub consistency_scale: ocrank_train::ConsistencyScale,
     /// Run directory (train.json, log.jsonl, checkpoints/, adapter/).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
@@ -230,6 +237,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         supervised_loss: args.supervised_loss,
         view_b: args.view_b,
         view_a: args.view_a,
+        consistency_scale: args.consistency_scale,
     };
     let pools_sha = sha256_files(&args.data.pools)?;
     let mut settings = json!({

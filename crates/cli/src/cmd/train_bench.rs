@@ -115,6 +115,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 supervised_loss: Default::default(),
                 view_b: Default::default(),
                 view_a: Default::default(),
+                consistency_scale: Default::default(),
             };
             let trainer = Trainer::new(scorer, examples.clone(), tcfg)
                 .with_context(|| format!("{objective} on {mode}:{width} windows"))?;
