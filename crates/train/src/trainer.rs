@@ -30,7 +30,7 @@ use crate::data::Example;
 use crate::error::{Error, Result};
 use crate::loss::{
     expected, log_probs_from_logits, objective_loss, objective_loss_pairs, objective_loss_spread,
-    two_point, window_input, ConsistencyScale, Objective, SupervisedLoss,
+    two_point, window_input, ConsistencyScale, Objective, SupervisedLoss, SPREAD_FLOOR,
 };
 use crate::optim::{AdamW, AdamWConfig, Cosine};
 
@@ -170,6 +170,18 @@ pub struct TrainConfig {
     /// spread-scaled one (beyond SPEC.md).
     #[serde(default, skip_serializing_if = "ConsistencyScale::is_absolute")]
     pub consistency_scale: ConsistencyScale,
+    /// The floor of the spread-scaled term's denominator (left out of the
+    /// settings at its default, [`SPREAD_FLOOR`]).
+    #[serde(default = "spread_floor", skip_serializing_if = "is_spread_floor")]
+    pub spread_floor: f64,
+}
+
+fn spread_floor() -> f64 {
+    SPREAD_FLOOR
+}
+
+fn is_spread_floor(f: &f64) -> bool {
+    *f == SPREAD_FLOOR
 }
 
 fn one() -> usize {
@@ -452,6 +464,17 @@ impl<'a> Trainer<'a> {
                 }
             )));
         }
+        if !(cfg.spread_floor > 0.0 && cfg.spread_floor.is_finite()) {
+            return Err(Error::Train(format!(
+                "--spread-floor must be a positive number, not {}",
+                cfg.spread_floor
+            )));
+        }
+        if cfg.spread_floor != SPREAD_FLOOR && cfg.consistency_scale != ConsistencyScale::Spread {
+            return Err(Error::Train(
+                "--spread-floor is a setting of --consistency-scale spread, which this run does not use".into(),
+            ));
+        }
         if cfg.consistency_scale == ConsistencyScale::Spread {
             if cfg.objective != Objective::OcSft {
                 return Err(Error::Train(format!(
@@ -715,9 +738,14 @@ impl<'a> Trainer<'a> {
             (Some((a, b)), _, _) => {
                 objective_loss_pairs(&s_a, &ex.labels, a, b, lambda, ce_log_probs)?
             }
-            (None, ConsistencyScale::Spread, Some(s_b)) => {
-                objective_loss_spread(&s_a, &ex.labels, s_b, lambda, ce_log_probs)?
-            }
+            (None, ConsistencyScale::Spread, Some(s_b)) => objective_loss_spread(
+                &s_a,
+                &ex.labels,
+                s_b,
+                lambda,
+                self.cfg.spread_floor,
+                ce_log_probs,
+            )?,
             (None, _, s_b) => objective_loss(&s_a, &ex.labels, s_b.as_ref(), lambda, ce_log_probs)?,
         };
         let mut total = loss.total.clone();
@@ -1066,6 +1094,7 @@ mod tests {
             view_b: ViewB::Window,
             view_a: ViewA::Canonical,
             consistency_scale: Default::default(),
+            spread_floor: SPREAD_FLOOR,
         }
     }
 

@@ -86,6 +86,7 @@ fn train_config(objective: Objective, lora: LoraConfig) -> TrainConfig {
         view_b: Default::default(),
         view_a: Default::default(),
         consistency_scale: Default::default(),
+        spread_floor: ocrank_train::SPREAD_FLOOR,
     }
 }
 
@@ -286,6 +287,15 @@ fn spread_consistency_loss_matches_finite_differences() {
     );
     assert_gradient_matches_finite_differences(&mut trainer, &e.decoder.lora_vars());
     // Refused where it has no meaning.
+    for floor in [0.0, f64::NAN] {
+        let mut bad = cfg.clone();
+        bad.spread_floor = floor;
+        assert!(Trainer::new(&scorer, vec![example()], bad).is_err());
+    }
+    let mut bad = cfg.clone();
+    bad.consistency_scale = Default::default();
+    bad.spread_floor = 1e-4;
+    assert!(Trainer::new(&scorer, vec![example()], bad).is_err());
     let mut bad = cfg.clone();
     bad.objective = Objective::PermAug;
     assert!(Trainer::new(&scorer, vec![example()], bad).is_err());

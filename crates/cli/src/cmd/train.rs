@@ -141,6 +141,12 @@ pub struct Args {
     /// scores towards one shared grade does not lower it
     #[arg(long, default_value = "absolute", value_name = "absolute|spread")]
     pub consistency_scale: ocrank_train::ConsistencyScale,
+    /// The floor added to the spread in `--consistency-scale spread`, on the
+    /// variance scale of the 0-3 grades. Keep it well below the students'
+    /// within-window variance (about 0.0005 for the width-4 students), or
+    /// the term is SPEC.md's absolute one times 1 / floor
+    #[arg(long, default_value_t = ocrank_train::SPREAD_FLOOR)]
+    pub spread_floor: f64,
     /// Run directory (train.json, log.jsonl, checkpoints/, adapter/).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
@@ -238,6 +244,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         view_b: args.view_b,
         view_a: args.view_a,
         consistency_scale: args.consistency_scale,
+        spread_floor: args.spread_floor,
     };
     let pools_sha = sha256_files(&args.data.pools)?;
     let mut settings = json!({

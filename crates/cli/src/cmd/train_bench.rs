@@ -116,6 +116,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 view_b: Default::default(),
                 view_a: Default::default(),
                 consistency_scale: Default::default(),
+                spread_floor: ocrank_train::SPREAD_FLOOR,
             };
             let trainer = Trainer::new(scorer, examples.clone(), tcfg)
                 .with_context(|| format!("{objective} on {mode}:{width} windows"))?;
