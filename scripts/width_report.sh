@@ -19,7 +19,8 @@
 # first 20% of steps), PERMS (3), OBJECTIVES ("single-order oc-sft"; also
 # perm-aug, order-averaged, oc-sft-pool: OC-SFT with --view-b pool, and
 # oc-sft-aug: OC-SFT with --view-a permuted, perm-aug plus the consistency term;
-# oc-sft-aug-spread: the same with --consistency-scale spread),
+# oc-sft-aug-spread: the same with --consistency-scale spread, and
+# --spread-floor SPREAD_FLOOR where that is set),
 # WINDOWS (windows per step, 1), BASE (1: audit the base model too, first;
 # last: after the objectives, so that a long training starts first), LANES
 # (1), INIT (a directory of kept adapters: each objective starts from
@@ -79,7 +80,8 @@ train_and_audit() { local obj=$1 run="$RUNS/$1$SFX" kept="$OUT/adapters/$1$SFX"
     if [ "$obj" = oc-sft-pool ]; then objective=oc-sft; view=(--view-b pool); fi
     if [ "$obj" = oc-sft-aug ]; then objective=oc-sft; view=(--view-a permuted); fi
     if [ "$obj" = oc-sft-aug-spread ]; then
-        objective=oc-sft; view=(--view-a permuted --consistency-scale spread); fi
+        objective=oc-sft; view=(--view-a permuted --consistency-scale spread)
+        [ -z "${SPREAD_FLOOR:-}" ] || view+=(--spread-floor "$SPREAD_FLOOR"); fi
     if [ -f "$kept/adapter_model.safetensors" ]; then
         echo "== train $obj: kept adapter $kept"
     else
