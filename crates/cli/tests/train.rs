@@ -191,6 +191,16 @@ fn label_train_kill_resume_select_and_audit_with_the_adapter() {
         !out.status.success() && err.contains("--windows-per-step must be at least 1"),
         "{err}"
     );
+    let out = heldout(&[DL21], DL21, &tmp.path().join("x"))
+        .args(["--spread-floor", "1e-4"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && err.contains("--spread-floor is a setting of --consistency-scale spread"),
+        "{err}"
+    );
     // This run also accumulates two windows per update and trains on the
     // cross-entropy.
     let split = tmp.path().join("split");

@@ -307,7 +307,12 @@ pub fn objective_loss_pairs(
         )));
     }
     let sup = objective_loss(s_a, y, None, 0.0, ce_log_probs)?;
-    let cons = ((a - b)?.sqr()?.sum_all()? / k as f64)?;
+    with_consistency(sup, ((a - b)?.sqr()?.sum_all()? / k as f64)?, lambda)
+}
+
+/// A single-view loss plus lambda times a consistency term, which
+/// `consistency` reports.
+fn with_consistency(sup: Loss, cons: Tensor, lambda: f64) -> Result<Loss> {
     let c = cons.to_dtype(DType::F64)?.to_scalar::<f64>()?;
     Ok(Loss {
         total: (sup.total + (cons * lambda)?)?,
@@ -410,13 +415,7 @@ pub fn objective_loss_spread(
     ce_log_probs: Option<&Tensor>,
 ) -> Result<Loss> {
     let sup = objective_loss(s_a, y, None, 0.0, ce_log_probs)?;
-    let cons = spread_consistency(s_a, s_b_aligned, floor)?;
-    let c = cons.to_dtype(DType::F64)?.to_scalar::<f64>()?;
-    Ok(Loss {
-        total: (sup.total + (cons * lambda)?)?,
-        consistency: c,
-        ..sup
-    })
+    with_consistency(sup, spread_consistency(s_a, s_b_aligned, floor)?, lambda)
 }
 
 #[cfg(test)]

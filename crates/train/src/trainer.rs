@@ -464,18 +464,13 @@ impl<'a> Trainer<'a> {
                 }
             )));
         }
-        if !(cfg.spread_floor > 0.0 && cfg.spread_floor.is_finite()) {
-            return Err(Error::Train(format!(
-                "--spread-floor must be a positive number, not {}",
-                cfg.spread_floor
-            )));
-        }
-        if cfg.spread_floor != SPREAD_FLOOR && cfg.consistency_scale != ConsistencyScale::Spread {
-            return Err(Error::Train(
-                "--spread-floor is a setting of --consistency-scale spread, which this run does not use".into(),
-            ));
-        }
         if cfg.consistency_scale == ConsistencyScale::Spread {
+            if !(cfg.spread_floor > 0.0 && cfg.spread_floor.is_finite()) {
+                return Err(Error::Train(format!(
+                    "--spread-floor must be a positive number, not {}",
+                    cfg.spread_floor
+                )));
+            }
             if cfg.objective != Objective::OcSft {
                 return Err(Error::Train(format!(
                     "--consistency-scale spread scales OC-SFT's consistency term, but the objective is {}",

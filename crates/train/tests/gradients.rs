@@ -293,10 +293,6 @@ fn spread_consistency_loss_matches_finite_differences() {
         assert!(Trainer::new(&scorer, vec![example()], bad).is_err());
     }
     let mut bad = cfg.clone();
-    bad.consistency_scale = Default::default();
-    bad.spread_floor = 1e-4;
-    assert!(Trainer::new(&scorer, vec![example()], bad).is_err());
-    let mut bad = cfg.clone();
     bad.objective = Objective::PermAug;
     assert!(Trainer::new(&scorer, vec![example()], bad).is_err());
     let mut bad = cfg;

@@ -144,9 +144,9 @@ pub struct Args {
     /// The floor added to the spread in `--consistency-scale spread`, on the
     /// variance scale of the 0-3 grades. Keep it well below the students'
     /// within-window variance (about 0.0005 for the width-4 students), or
-    /// the term is SPEC.md's absolute one times 1 / floor
-    #[arg(long, default_value_t = ocrank_train::SPREAD_FLOOR)]
-    pub spread_floor: f64,
+    /// the term is SPEC.md's absolute one times 1 / floor [default: 0.01]
+    #[arg(long)]
+    pub spread_floor: Option<f64>,
     /// Run directory (train.json, log.jsonl, checkpoints/, adapter/).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
@@ -169,6 +169,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             f.display()
         );
     }
+    anyhow::ensure!(
+        args.spread_floor.is_none()
+            || args.consistency_scale == ocrank_train::ConsistencyScale::Spread,
+        "--spread-floor is a setting of --consistency-scale spread, which this run does not use"
+    );
     let labels = ocrank_data::read_labels(&args.data.labels)?;
     if args.objective == Objective::OrderAveraged {
         anyhow::ensure!(
@@ -244,7 +249,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         view_b: args.view_b,
         view_a: args.view_a,
         consistency_scale: args.consistency_scale,
-        spread_floor: args.spread_floor,
+        spread_floor: args.spread_floor.unwrap_or(ocrank_train::SPREAD_FLOOR),
     };
     let pools_sha = sha256_files(&args.data.pools)?;
     let mut settings = json!({
