@@ -54,6 +54,16 @@ fn ok(mut c: Command) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
 }
 
+/// Asserts that the command failed and that its stderr says `says`; returns the stderr.
+fn fails(out: std::process::Output, says: &str) -> String {
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        !out.status.success() && err.contains(says),
+        "expected {says:?}: {err}"
+    );
+    err
+}
+
 /// Gold labels of the DL21 top `depth` (`ocrank label --teacher gold`).
 fn gold_labels(depth: usize, out: &Path) {
     ok(ocrank(&[
@@ -127,25 +137,23 @@ fn label_train_kill_resume_select_and_audit_with_the_adapter() {
     assert_eq!(l.len(), 53 * 4);
 
     // Order-averaged training refuses single-order labels.
-    let out = ocrank(&[
-        "train",
-        "--model",
-        model.to_str().unwrap(),
-        "--pools",
-        DL21,
-        "--labels",
-        labels.to_str().unwrap(),
-        "--objective",
+    fails(
+        ocrank(&[
+            "train",
+            "--model",
+            model.to_str().unwrap(),
+            "--pools",
+            DL21,
+            "--labels",
+            labels.to_str().unwrap(),
+            "--objective",
+            "order-averaged",
+            "--out",
+            tmp.path().join("x").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap(),
         "order-averaged",
-        "--out",
-        tmp.path().join("x").to_str().unwrap(),
-    ])
-    .output()
-    .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success() && err.contains("order-averaged"),
-        "{err}"
     );
 
     // --heldout-pools must name some of --pools; a run that split only some
@@ -174,32 +182,25 @@ fn label_train_kill_resume_select_and_audit_with_the_adapter() {
         c.args(pools);
         c
     };
-    let out = heldout(&[DL21], DL22, &tmp.path().join("x"))
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success() && err.contains("not one of the --pools files"),
-        "{err}"
+    fails(
+        heldout(&[DL21], DL22, &tmp.path().join("x"))
+            .output()
+            .unwrap(),
+        "not one of the --pools files",
     );
-    let out = heldout(&[DL21], DL21, &tmp.path().join("x"))
-        .args(["--windows-per-step", "0"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success() && err.contains("--windows-per-step must be at least 1"),
-        "{err}"
+    fails(
+        heldout(&[DL21], DL21, &tmp.path().join("x"))
+            .args(["--windows-per-step", "0"])
+            .output()
+            .unwrap(),
+        "--windows-per-step must be at least 1",
     );
-    let out = heldout(&[DL21], DL21, &tmp.path().join("x"))
-        .args(["--spread-floor", "1e-4"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success()
-            && err.contains("--spread-floor is a setting of --consistency-scale spread"),
-        "{err}"
+    fails(
+        heldout(&[DL21], DL21, &tmp.path().join("x"))
+            .args(["--spread-floor", "1e-4"])
+            .output()
+            .unwrap(),
+        "--spread-floor is a setting of --consistency-scale spread",
     );
     // This run also accumulates two windows per update and trains on the
     // cross-entropy.
@@ -255,13 +256,11 @@ fn label_train_kill_resume_select_and_audit_with_the_adapter() {
             out.to_str().unwrap(),
         ])
     };
-    let out = select(&split, &copy, &tmp.path().join("sel-x.json"))
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success() && err.contains("were all trained on"),
-        "{err}"
+    fails(
+        select(&split, &copy, &tmp.path().join("sel-x.json"))
+            .output()
+            .unwrap(),
+        "were all trained on",
     );
 
     let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
@@ -331,11 +330,9 @@ fn label_train_kill_resume_select_and_audit_with_the_adapter() {
     );
     // Without checkpoints and without the final adapter there is nothing to select.
     std::fs::remove_dir_all(kept.join("adapter")).unwrap();
-    let out = select(&kept, &dl21, &sel_kept).output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success() && err.contains("no final adapter"),
-        "{err}"
+    fails(
+        select(&kept, &dl21, &sel_kept).output().unwrap(),
+        "no final adapter",
     );
 
     // The adapter loads into audit, changes the scores and is fingerprinted.
@@ -450,11 +447,7 @@ fn invariant_training_and_train_bench_shapes() {
             mode,
             &tmp.path().join(format!("{objective}-{mode}")),
         );
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            !out.status.success() && err.contains(says),
-            "{objective} {mode}: {err}"
-        );
+        fails(out, says);
     }
 
     // The invariant student warm-starts a batched run: with lr 0 its adapter
@@ -524,11 +517,8 @@ fn invariant_training_and_train_bench_shapes() {
         "{train}"
     );
     let out = warm(&["--rank", "8"], &tmp.path().join("warm-r8"));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success() && err.contains("rank 16") && err.contains("rank 8"),
-        "{err}"
-    );
+    let err = fails(out, "rank 16");
+    assert!(err.contains("rank 8"), "{err}");
 
     let bench = tmp.path().join("bench.json");
     ok(ocrank(&[
