@@ -20,7 +20,7 @@ pub use error::{Error, Result};
 pub use loss::{
     cross_entropy, expected, grade_probs, objective_loss, objective_loss_pairs,
     objective_loss_spread, spread_consistency, two_point, ConsistencyScale, Loss, Objective,
-    SupervisedLoss, SPREAD_FLOOR,
+    SupervisedLoss, LEGACY_SPREAD_FLOOR, SPREAD_FLOOR,
 };
 pub use optim::{AdamW, AdamWConfig, Cosine};
 pub use trainer::{run, EmaConfig, StepLog, TrainConfig, Trainer, ViewA, ViewB};

@@ -365,14 +365,19 @@ impl std::fmt::Display for ConsistencyScale {
     }
 }
 
-/// The default floor of [`spread_consistency`]'s denominator: a
-/// within-window variance of 0.01 (standard deviation 0.1 on the 0-3
-/// scale), so that a window whose scores all agree gives a finite term and
-/// gradient. Measured too large for the width-4 students: their scores vary
-/// within a window by a standard deviation of about 0.02 (variance 0.0005),
-/// so this floor makes the term nearly SPEC.md's absolute one times
-/// 1 / 0.01 (`reports/training/width4/`); `--spread-floor` sets another.
-pub const SPREAD_FLOOR: f64 = 0.01;
+/// The default floor of [`spread_consistency`]'s denominator, on the
+/// variance scale of the 0-3 grades: small enough that the term stays
+/// scale-free for the width-4 students (their scores vary within a window by
+/// a standard deviation of about 0.02, variance 0.0005), large enough that a
+/// window whose scores all agree gives a finite term and gradient.
+/// `reports/training/width4/` measured the old default, [`LEGACY_SPREAD_FLOOR`],
+/// to make the term nearly SPEC.md's absolute one times 1 / 0.01, and this
+/// floor to give the first consistency term that beats perm-aug there.
+pub const SPREAD_FLOOR: f64 = 1e-5;
+
+/// The floor of runs from before [`SPREAD_FLOOR`] became the default (0.01):
+/// a `train.json` without `spread_floor` ran at this floor.
+pub const LEGACY_SPREAD_FLOOR: f64 = 0.01;
 
 /// `mean_i (a_i - b_i)^2 / ((var(a) + var(b)) / 2 + floor)`: the
 /// views' mean squared difference per candidate (`b` aligned to `a`'s

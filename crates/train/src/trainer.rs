@@ -30,7 +30,7 @@ use crate::data::Example;
 use crate::error::{Error, Result};
 use crate::loss::{
     expected, log_probs_from_logits, objective_loss, objective_loss_pairs, objective_loss_spread,
-    two_point, window_input, ConsistencyScale, Objective, SupervisedLoss, SPREAD_FLOOR,
+    two_point, window_input, ConsistencyScale, Objective, SupervisedLoss, LEGACY_SPREAD_FLOOR,
 };
 use crate::optim::{AdamW, AdamWConfig, Cosine};
 
@@ -170,18 +170,24 @@ pub struct TrainConfig {
     /// spread-scaled one (beyond SPEC.md).
     #[serde(default, skip_serializing_if = "ConsistencyScale::is_absolute")]
     pub consistency_scale: ConsistencyScale,
-    /// The floor of the spread-scaled term's denominator (left out of the
-    /// settings at its default, [`SPREAD_FLOOR`]).
-    #[serde(default = "spread_floor", skip_serializing_if = "is_spread_floor")]
+    /// The floor of the spread-scaled term's denominator (default
+    /// [`SPREAD_FLOOR`](crate::SPREAD_FLOOR)). Left out of the settings at
+    /// [`LEGACY_SPREAD_FLOOR`], the floor of the runs that recorded none, so
+    /// that they still resume (with `--spread-floor 0.01`); runs with the
+    /// absolute term carry that value too, unused.
+    #[serde(
+        default = "legacy_spread_floor",
+        skip_serializing_if = "is_legacy_spread_floor"
+    )]
     pub spread_floor: f64,
 }
 
-fn spread_floor() -> f64 {
-    SPREAD_FLOOR
+fn legacy_spread_floor() -> f64 {
+    LEGACY_SPREAD_FLOOR
 }
 
-fn is_spread_floor(f: &f64) -> bool {
-    *f == SPREAD_FLOOR
+fn is_legacy_spread_floor(f: &f64) -> bool {
+    *f == LEGACY_SPREAD_FLOOR
 }
 
 fn one() -> usize {
@@ -1089,8 +1095,30 @@ mod tests {
             view_b: ViewB::Window,
             view_a: ViewA::Canonical,
             consistency_scale: Default::default(),
-            spread_floor: SPREAD_FLOOR,
+            spread_floor: LEGACY_SPREAD_FLOOR,
         }
+    }
+
+    /// train.json records the spread floor wherever it is not the legacy
+    /// 0.01: a run that recorded none (from before the default became
+    /// 1e-5, or with the absolute term) reads back at 0.01 and writes the
+    /// same settings again, so it still resumes; the new default is written.
+    #[test]
+    fn spread_floor_is_recorded_unless_legacy() {
+        let old = config(Objective::OcSft);
+        let json = serde_json::to_value(&old).unwrap();
+        assert!(json.get("spread_floor").is_none(), "{json}");
+        let back: TrainConfig = serde_json::from_value(json.clone()).unwrap();
+        assert_eq!(back.spread_floor, LEGACY_SPREAD_FLOOR);
+        assert_eq!(serde_json::to_value(&back).unwrap(), json);
+        let mut new = old;
+        new.consistency_scale = ConsistencyScale::Spread;
+        new.spread_floor = crate::SPREAD_FLOOR;
+        let json = serde_json::to_value(&new).unwrap();
+        assert_eq!(json["spread_floor"].as_f64(), Some(1e-5));
+        assert_eq!(json["consistency_scale"].as_str(), Some("spread"));
+        let back: TrainConfig = serde_json::from_value(json).unwrap();
+        assert_eq!(back.spread_floor, 1e-5);
     }
 
     fn example(n: usize) -> Example {

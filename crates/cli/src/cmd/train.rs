@@ -137,14 +137,15 @@ pub struct Args {
     /// OC-SFT's consistency term: `absolute` is SPEC.md's
     /// lambda * sum (s_A - s_B)^2 / S; `spread` (beyond SPEC.md) divides the
     /// mean squared difference by the window's score spread (the views'
-    /// mean within-window variance plus 0.01), so that pulling a window's
+    /// mean within-window variance plus `--spread-floor`), so that pulling a window's
     /// scores towards one shared grade does not lower it
     #[arg(long, default_value = "absolute", value_name = "absolute|spread")]
     pub consistency_scale: ocrank_train::ConsistencyScale,
     /// The floor added to the spread in `--consistency-scale spread`, on the
     /// variance scale of the 0-3 grades. Keep it well below the students'
     /// within-window variance (about 0.0005 for the width-4 students), or
-    /// the term is SPEC.md's absolute one times 1 / floor [default: 0.01]
+    /// the term is SPEC.md's absolute one times 1 / floor. Runs from before
+    /// this default (0.01) resume with `--spread-floor 0.01` [default: 1e-5]
     #[arg(long)]
     pub spread_floor: Option<f64>,
     /// Run directory (train.json, log.jsonl, checkpoints/, adapter/).
@@ -249,7 +250,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         view_b: args.view_b,
         view_a: args.view_a,
         consistency_scale: args.consistency_scale,
-        spread_floor: args.spread_floor.unwrap_or(ocrank_train::SPREAD_FLOOR),
+        // The absolute term has no floor: it carries the legacy value, which
+        // train.json leaves out, so that runs from before the floor was
+        // recorded still resume.
+        spread_floor: args.spread_floor.unwrap_or(match args.consistency_scale {
+            ocrank_train::ConsistencyScale::Spread => ocrank_train::SPREAD_FLOOR,
+            ocrank_train::ConsistencyScale::Absolute => ocrank_train::LEGACY_SPREAD_FLOOR,
+        }),
     };
     let pools_sha = sha256_files(&args.data.pools)?;
     let mut settings = json!({
