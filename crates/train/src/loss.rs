@@ -30,31 +30,14 @@ pub enum Objective {
     OcSft,
 }
 
-impl std::str::FromStr for Objective {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        match s {
-            "single-order" => Ok(Objective::SingleOrder),
-            "order-averaged" => Ok(Objective::OrderAveraged),
-            "perm-aug" => Ok(Objective::PermAug),
-            "oc-sft" => Ok(Objective::OcSft),
-            _ => Err(format!(
-                "unknown objective {s:?} (single-order, order-averaged, perm-aug, oc-sft)"
-            )),
-        }
-    }
-}
-
-impl std::fmt::Display for Objective {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Objective::SingleOrder => "single-order",
-            Objective::OrderAveraged => "order-averaged",
-            Objective::PermAug => "perm-aug",
-            Objective::OcSft => "oc-sft",
-        })
-    }
-}
+kebab_names!(
+    Objective,
+    "objective",
+    SingleOrder => "single-order",
+    OrderAveraged => "order-averaged",
+    PermAug => "perm-aug",
+    OcSft => "oc-sft",
+);
 
 /// How the supervised term compares a slot's grade distribution with its
 /// label `y` on the 0-3 scale.
@@ -79,27 +62,12 @@ impl SupervisedLoss {
     }
 }
 
-impl std::str::FromStr for SupervisedLoss {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        match s {
-            "squared" => Ok(SupervisedLoss::Squared),
-            "cross-entropy" => Ok(SupervisedLoss::CrossEntropy),
-            _ => Err(format!(
-                "unknown supervised loss {s:?} (squared, cross-entropy)"
-            )),
-        }
-    }
-}
-
-impl std::fmt::Display for SupervisedLoss {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            SupervisedLoss::Squared => "squared",
-            SupervisedLoss::CrossEntropy => "cross-entropy",
-        })
-    }
-}
+kebab_names!(
+    SupervisedLoss,
+    "supervised loss",
+    Squared => "squared",
+    CrossEntropy => "cross-entropy",
+);
 
 /// The distribution over grades 0-3 with mass only on `floor(y)` and the
 /// grade above, whose mean is `y` (an integer label is one-hot). A label
@@ -343,27 +311,12 @@ impl ConsistencyScale {
     }
 }
 
-impl std::str::FromStr for ConsistencyScale {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        match s {
-            "absolute" => Ok(ConsistencyScale::Absolute),
-            "spread" => Ok(ConsistencyScale::Spread),
-            _ => Err(format!(
-                "unknown consistency scale {s:?} (absolute, spread)"
-            )),
-        }
-    }
-}
-
-impl std::fmt::Display for ConsistencyScale {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            ConsistencyScale::Absolute => "absolute",
-            ConsistencyScale::Spread => "spread",
-        })
-    }
-}
+kebab_names!(
+    ConsistencyScale,
+    "consistency scale",
+    Absolute => "absolute",
+    Spread => "spread",
+);
 
 /// The default floor of [`spread_consistency`]'s denominator, on the
 /// variance scale of the 0-3 grades: small enough that the term stays

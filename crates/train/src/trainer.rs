@@ -65,25 +65,12 @@ impl ViewA {
     }
 }
 
-impl std::str::FromStr for ViewA {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        match s {
-            "canonical" => Ok(ViewA::Canonical),
-            "permuted" => Ok(ViewA::Permuted),
-            _ => Err(format!("unknown view A {s:?} (canonical, permuted)")),
-        }
-    }
-}
-
-impl std::fmt::Display for ViewA {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            ViewA::Canonical => "canonical",
-            ViewA::Permuted => "permuted",
-        })
-    }
-}
+kebab_names!(
+    ViewA,
+    "view A",
+    Canonical => "canonical",
+    Permuted => "permuted",
+);
 
 /// Where OC-SFT's view B comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -109,25 +96,12 @@ impl ViewB {
     }
 }
 
-impl std::str::FromStr for ViewB {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        match s {
-            "window" => Ok(ViewB::Window),
-            "pool" => Ok(ViewB::Pool),
-            _ => Err(format!("unknown view B {s:?} (window, pool)")),
-        }
-    }
-}
-
-impl std::fmt::Display for ViewB {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            ViewB::Window => "window",
-            ViewB::Pool => "pool",
-        })
-    }
-}
+kebab_names!(
+    ViewB,
+    "view B",
+    Window => "window",
+    Pool => "pool",
+);
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TrainConfig {
