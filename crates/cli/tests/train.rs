@@ -54,8 +54,10 @@ fn ok(mut c: Command) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
 }
 
-/// Asserts that the command failed and that its stderr says `says`; returns the stderr.
-fn fails(out: std::process::Output, says: &str) -> String {
+/// Runs the command, asserts that it failed and that its stderr says `says`;
+/// returns the stderr.
+fn fails(mut c: Command, says: &str) -> String {
+    let out = c.output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(
         !out.status.success() && err.contains(says),
@@ -150,9 +152,7 @@ fn label_train_kill_resume_select_and_audit_with_the_adapter() {
             "order-averaged",
             "--out",
             tmp.path().join("x").to_str().unwrap(),
-        ])
-        .output()
-        .unwrap(),
+        ]),
         "order-averaged",
     );
 
@@ -182,26 +182,23 @@ fn label_train_kill_resume_select_and_audit_with_the_adapter() {
         c.args(pools);
         c
     };
-    fails(
-        heldout(&[DL21], DL22, &tmp.path().join("x"))
-            .output()
-            .unwrap(),
-        "not one of the --pools files",
-    );
-    fails(
-        heldout(&[DL21], DL21, &tmp.path().join("x"))
-            .args(["--windows-per-step", "0"])
-            .output()
-            .unwrap(),
-        "--windows-per-step must be at least 1",
-    );
-    fails(
-        heldout(&[DL21], DL21, &tmp.path().join("x"))
-            .args(["--spread-floor", "1e-4"])
-            .output()
-            .unwrap(),
-        "--spread-floor is a setting of --consistency-scale spread",
-    );
+    for (split, extra, says) in [
+        (DL22, &[][..], "not one of the --pools files"),
+        (
+            DL21,
+            &["--windows-per-step", "0"][..],
+            "--windows-per-step must be at least 1",
+        ),
+        (
+            DL21,
+            &["--spread-floor", "1e-4"][..],
+            "--spread-floor is a setting of --consistency-scale spread",
+        ),
+    ] {
+        let mut c = heldout(&[DL21], split, &tmp.path().join("x"));
+        c.args(extra);
+        fails(c, says);
+    }
     // This run also accumulates two windows per update and trains on the
     // cross-entropy.
     let split = tmp.path().join("split");
@@ -257,9 +254,7 @@ fn label_train_kill_resume_select_and_audit_with_the_adapter() {
         ])
     };
     fails(
-        select(&split, &copy, &tmp.path().join("sel-x.json"))
-            .output()
-            .unwrap(),
+        select(&split, &copy, &tmp.path().join("sel-x.json")),
         "were all trained on",
     );
 
@@ -330,10 +325,7 @@ fn label_train_kill_resume_select_and_audit_with_the_adapter() {
     );
     // Without checkpoints and without the final adapter there is nothing to select.
     std::fs::remove_dir_all(kept.join("adapter")).unwrap();
-    fails(
-        select(&kept, &dl21, &sel_kept).output().unwrap(),
-        "no final adapter",
-    );
+    fails(select(&kept, &dl21, &sel_kept), "no final adapter");
 
     // The adapter loads into audit, changes the scores and is fingerprinted.
     let audit = |out: &Path, adapter: Option<&Path>| {
@@ -384,8 +376,10 @@ fn label_train_kill_resume_select_and_audit_with_the_adapter() {
         std::fs::read_to_string(tuned_dir.join("windows.jsonl")).unwrap()
     );
     // The base audit's directory refuses the adapter's scores.
-    let out = audit(&base_dir, Some(&a.join("adapter"))).output().unwrap();
-    assert!(!out.status.success());
+    fails(
+        audit(&base_dir, Some(&a.join("adapter"))),
+        "holds an audit with other settings",
+    );
 }
 
 /// `--mode invariant` trains (single-order) and refuses the objectives that
@@ -423,16 +417,9 @@ fn invariant_training_and_train_bench_shapes() {
             "--out",
             out.to_str().unwrap(),
         ])
-        .output()
-        .unwrap()
     };
     let dir = tmp.path().join("invariant");
-    let out = run("single-order", "invariant", &dir);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ok(run("single-order", "invariant", &dir));
     assert!(dir.join("adapter/adapter_model.safetensors").exists());
     let train: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("train.json")).unwrap()).unwrap();
@@ -442,12 +429,14 @@ fn invariant_training_and_train_bench_shapes() {
         ("perm-aug", "invariant", "do not depend on the order"),
         ("single-order", "pointwise", "--mode invariant"),
     ] {
-        let out = run(
-            objective,
-            mode,
-            &tmp.path().join(format!("{objective}-{mode}")),
+        fails(
+            run(
+                objective,
+                mode,
+                &tmp.path().join(format!("{objective}-{mode}")),
+            ),
+            says,
         );
-        fails(out, says);
     }
 
     // The invariant student warm-starts a batched run: with lr 0 its adapter
@@ -480,15 +469,10 @@ fn invariant_training_and_train_bench_shapes() {
             out.to_str().unwrap(),
         ]);
         c.args(extra);
-        c.output().unwrap()
+        c
     };
     let warm_dir = tmp.path().join("warm");
-    let out = warm(&[], &warm_dir);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ok(warm(&[], &warm_dir));
     let tensors = |d: &Path| {
         candle_core::safetensors::load(
             d.join("adapter_model.safetensors"),
@@ -516,8 +500,10 @@ fn invariant_training_and_train_bench_shapes() {
         train["settings"]["init_adapter"]["sha256"].is_string(),
         "{train}"
     );
-    let out = warm(&["--rank", "8"], &tmp.path().join("warm-r8"));
-    let err = fails(out, "rank 16");
+    let err = fails(
+        warm(&["--rank", "8"], &tmp.path().join("warm-r8")),
+        "rank 16",
+    );
     assert!(err.contains("rank 8"), "{err}");
 
     let bench = tmp.path().join("bench.json");
@@ -563,16 +549,16 @@ fn invariant_training_and_train_bench_shapes() {
     }
     assert_eq!(rows[0]["candidate_ratio_to_first"].as_f64(), Some(1.0));
     // A malformed shape is refused with the reason.
-    let out = ocrank(&[
-        "train-bench",
-        "--pools",
-        DL21,
-        "--labels",
-        "x",
-        "--shapes",
-        "invariant",
-    ])
-    .output()
-    .unwrap();
-    assert!(String::from_utf8_lossy(&out.stderr).contains("MODE:WIDTH"));
+    fails(
+        ocrank(&[
+            "train-bench",
+            "--pools",
+            DL21,
+            "--labels",
+            "x",
+            "--shapes",
+            "invariant",
+        ]),
+        "MODE:WIDTH",
+    );
 }
