@@ -309,6 +309,17 @@ impl ConsistencyScale {
     pub fn is_absolute(&self) -> bool {
         *self == ConsistencyScale::Absolute
     }
+
+    /// The spread floor a run with this term gets unless it sets one:
+    /// [`SPREAD_FLOOR`] for the spread term; for the absolute term, which has
+    /// no floor, [`LEGACY_SPREAD_FLOOR`], the value train.json leaves out,
+    /// so that its settings read as they did before the floor was recorded.
+    pub fn default_floor(self) -> f64 {
+        match self {
+            ConsistencyScale::Spread => SPREAD_FLOOR,
+            ConsistencyScale::Absolute => LEGACY_SPREAD_FLOOR,
+        }
+    }
 }
 
 kebab_names!(

@@ -1069,7 +1069,7 @@ mod tests {
             view_b: ViewB::Window,
             view_a: ViewA::Canonical,
             consistency_scale: Default::default(),
-            spread_floor: LEGACY_SPREAD_FLOOR,
+            spread_floor: ConsistencyScale::Absolute.default_floor(),
         }
     }
 
@@ -1087,7 +1087,7 @@ mod tests {
         assert_eq!(serde_json::to_value(&back).unwrap(), json);
         let mut new = old;
         new.consistency_scale = ConsistencyScale::Spread;
-        new.spread_floor = crate::SPREAD_FLOOR;
+        new.spread_floor = new.consistency_scale.default_floor();
         let json = serde_json::to_value(&new).unwrap();
         assert_eq!(json["spread_floor"].as_f64(), Some(1e-5));
         assert_eq!(json["consistency_scale"].as_str(), Some("spread"));

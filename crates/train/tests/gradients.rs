@@ -86,7 +86,7 @@ fn train_config(objective: Objective, lora: LoraConfig) -> TrainConfig {
         view_b: Default::default(),
         view_a: Default::default(),
         consistency_scale: Default::default(),
-        spread_floor: ocrank_train::SPREAD_FLOOR,
+        spread_floor: ocrank_train::ConsistencyScale::Absolute.default_floor(),
     }
 }
 
@@ -274,6 +274,7 @@ fn spread_consistency_loss_matches_finite_differences() {
     let scorer = Scorer::new(&e, score_config()).unwrap();
     let mut cfg = train_config(Objective::OcSft, lora);
     cfg.consistency_scale = ocrank_train::ConsistencyScale::Spread;
+    cfg.spread_floor = cfg.consistency_scale.default_floor();
     let mut trainer = Trainer::new(&scorer, vec![example()], cfg.clone()).unwrap();
     let out = trainer.loss_and_grads(0).unwrap().1;
     assert!(out.loss.consistency > 1e-8, "{}", out.loss.consistency);

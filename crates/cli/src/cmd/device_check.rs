@@ -458,7 +458,7 @@ fn training(
                     view_b: Default::default(),
                     view_a: Default::default(),
                     consistency_scale: Default::default(),
-                    spread_floor: ocrank_train::SPREAD_FLOOR,
+                    spread_floor: ocrank_train::ConsistencyScale::Absolute.default_floor(),
                 },
             )
         })

@@ -250,13 +250,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         view_b: args.view_b,
         view_a: args.view_a,
         consistency_scale: args.consistency_scale,
-        // The absolute term has no floor: it carries the legacy value, which
-        // train.json leaves out, so that runs from before the floor was
-        // recorded still resume.
-        spread_floor: args.spread_floor.unwrap_or(match args.consistency_scale {
-            ocrank_train::ConsistencyScale::Spread => ocrank_train::SPREAD_FLOOR,
-            ocrank_train::ConsistencyScale::Absolute => ocrank_train::LEGACY_SPREAD_FLOOR,
-        }),
+        spread_floor: args
+            .spread_floor
+            .unwrap_or(args.consistency_scale.default_floor()),
     };
     let pools_sha = sha256_files(&args.data.pools)?;
     let mut settings = json!({

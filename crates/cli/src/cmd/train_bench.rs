@@ -116,7 +116,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 view_b: Default::default(),
                 view_a: Default::default(),
                 consistency_scale: Default::default(),
-                spread_floor: ocrank_train::SPREAD_FLOOR,
+                spread_floor: ocrank_train::ConsistencyScale::Absolute.default_floor(),
             };
             let trainer = Trainer::new(scorer, examples.clone(), tcfg)
                 .with_context(|| format!("{objective} on {mode}:{width} windows"))?;
