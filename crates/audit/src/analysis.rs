@@ -59,7 +59,22 @@ pub struct Analysis {
     /// Mean nDCG@10 of random orders of the same pools (judged collections).
     pub random_ndcg_at_10: Option<f64>,
     pub cost: Cost,
+    /// Pools the main report's threshold keeps whole (see [`WholePools`]).
+    pub whole_pools: Option<WholePools>,
     pub warnings: Vec<String>,
+}
+
+/// Pools whose every candidate the retained-set threshold keeps under every
+/// permutation: their overlap is 1 whatever the order, so when they are
+/// most of the collection the overlap says little about order dependence.
+#[derive(Debug, Clone, Serialize)]
+pub struct WholePools {
+    /// The threshold: the frozen F1 one, or the label-free median.
+    pub t: f64,
+    /// Pools kept whole under every permutation.
+    pub pools: usize,
+    /// Queries with a retained-set overlap.
+    pub queries: usize,
 }
 
 /// Scores by query then permutation, from the store.
@@ -195,6 +210,7 @@ pub fn analyse(
     } else {
         evaluate_scores(&main_queries, qrels, &cfg)?
     };
+    let whole_pools = whole_pools(&main, &main_queries);
     let mut bsc = Vec::new();
     if let Some(kmax) = spec.bsc_max_k {
         for k in 1..=kmax {
@@ -259,6 +275,12 @@ pub fn analyse(
             100.0 * slot_r2
         ));
     }
+    if let Some(w) = whole_pools.as_ref().filter(|w| 2 * w.pools > w.queries) {
+        warnings.push(format!(
+            "The retained-set threshold keeps whole pools: t = {:.4} keeps every candidate of {} of {} pools under every permutation, whose overlap is 1 whatever the order; the overlap then mostly counts those pools and says little about order dependence (read tau-PSI, or a decision of fixed size such as the top 5).",
+            w.t, w.pools, w.queries
+        ));
+    }
     let random_ndcg_at_10 = (!qrels.is_empty()).then(|| random_ndcg(pools, qrels, spec.seed));
     if let (Some(r), Some(&mean_ndcg)) = (random_ndcg_at_10, main.collection.get("ndcg_at_10_mean"))
     {
@@ -282,8 +304,32 @@ pub fn analyse(
             scoring_seconds: cost.3,
             seconds_per_window: cost.3 / cost.0.max(1) as f64,
         },
+        whole_pools,
         warnings,
     })
+}
+
+/// How many of the queries with a retained-set overlap in `r` have their
+/// whole pool kept by its threshold (the frozen F1 one, or the label-free
+/// median) under every permutation.
+fn whole_pools(r: &Report, qs: &[ScoresQuery]) -> Option<WholePools> {
+    let t = match &r.threshold {
+        Some(th) => th.t,
+        None => *r.collection.get("label_free_threshold")?,
+    };
+    let (mut pools, mut queries) = (0, 0);
+    for q in qs {
+        let has_overlap = r.per_query.get(&q.qid).is_some_and(|m| {
+            m.contains_key("retained_set_overlap")
+                || m.contains_key("retained_set_overlap_at_median")
+        });
+        if has_overlap {
+            queries += 1;
+            let perms: Vec<&Scores> = q.permutations.values().collect();
+            pools += usize::from(ocrank_metrics::threshold::keeps_whole_pool(&perms, t));
+        }
+    }
+    (queries > 0).then_some(WholePools { t, pools, queries })
 }
 
 /// Writes the report's charts into `dir`; returns their file names.
@@ -391,6 +437,12 @@ pub fn render_markdown(
                 "\n> **Note.** The F1-best threshold is the smallest score: it keeps every candidate of the canonical order (the scores do not separate relevant from non-relevant), so a high retained-set overlap here says little.\n",
             );
         }
+    }
+    if let Some(w) = &a.whole_pools {
+        s.push_str(&format!(
+            "\nThe retained-set threshold t = {:.4} keeps every candidate of {} of {} pools under every permutation (their overlap is 1 whatever the order).\n",
+            w.t, w.pools, w.queries
+        ));
     }
     if let Some(rn) = a.random_ndcg_at_10 {
         s.push_str(&format!(
@@ -507,5 +559,60 @@ mod tests {
             .contains_key("retained_set_overlap_at_median"));
         assert!(a.slot_r2 > 0.99);
         assert!(a.warnings.iter().any(|w| w.contains("slot explains")));
+    }
+
+    #[test]
+    fn a_threshold_that_keeps_whole_pools_is_counted_and_warned_about() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path(), &serde_json::json!({})).unwrap();
+        // Two pools score high, one low; within each pool the orders swap
+        // the scores around, so the ranking moves under every reshuffle.
+        for (q, base) in [("q1", 0.7), ("q2", 0.7), ("q3", 0.1)] {
+            for perm in 0..3 {
+                let ids = ["a", "b", "c"];
+                let records = (0..3)
+                    .map(|i| {
+                        let c = ids[(i + perm) % 3];
+                        record(q, perm, c, i + 1, base + 0.1 * (2 - i) as f64)
+                    })
+                    .collect();
+                let key = crate::WindowKey {
+                    qid: q.into(),
+                    permutation: perm,
+                    window: 0,
+                };
+                store
+                    .put(
+                        key,
+                        crate::StoredWindow {
+                            records,
+                            tokens: 1,
+                            forwards: 1,
+                            seconds: 0.0,
+                        },
+                    )
+                    .unwrap();
+            }
+        }
+        let spec = AuditSpec {
+            permutations: 3,
+            bsc_max_k: None,
+            scored_permutations: 3,
+            bootstrap_resamples: 0,
+            seed: 0,
+        };
+        let a = analyse(&store, &spec, &BTreeMap::new(), &BTreeMap::new()).unwrap();
+        // The label-free threshold is the median canonical score, 0.7: it
+        // keeps q1 and q2 whole (overlap 1 although their rankings move).
+        let w = a.whole_pools.as_ref().expect("whole pools are counted");
+        assert_eq!((w.t, w.pools, w.queries), (0.7, 2, 3));
+        assert_eq!(
+            a.main.per_query["q1"]["retained_set_overlap_at_median"],
+            1.0
+        );
+        assert!(a.main.per_query["q1"]["tau_psi"] > 0.3);
+        assert!(a.warnings.iter().any(|w| w.contains("keeps whole pools")));
+        let md = render_markdown(&a, "t", "cmd", &serde_json::json!({}), &[]);
+        assert!(md.contains("keeps every candidate of 2 of 3 pools"), "{md}");
     }
 }

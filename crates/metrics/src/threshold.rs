@@ -137,6 +137,15 @@ pub fn jaccard<T: Ord>(a: &BTreeSet<T>, b: &BTreeSet<T>) -> f64 {
     a.intersection(b).count() as f64 / union as f64
 }
 
+/// Whether `t` keeps every candidate of a query under every permutation. Such
+/// a query's retained-set overlap is 1 whatever the scores do, so a threshold
+/// that keeps most pools whole says little about order dependence.
+pub fn keeps_whole_pool<S: std::borrow::Borrow<Scores>>(permutations: &[S], t: f64) -> bool {
+    permutations
+        .iter()
+        .all(|p| p.borrow().values().all(|&s| s >= t))
+}
+
 /// Retained-set overlap of one query: mean pairwise Jaccard of the sets kept
 /// by the frozen threshold `t` across permutations, each pair compared over
 /// the candidates both permutations scored. `None` with fewer than two

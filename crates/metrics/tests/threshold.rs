@@ -4,8 +4,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use ocrank_metrics::bsc::{average, group_averages, stability};
 use ocrank_metrics::threshold::{
-    grid, jaccard, relevance_min_grade, relevant_set, retained_set_overlap, set_f1, tune,
-    GRID_POINTS,
+    grid, jaccard, keeps_whole_pool, relevance_min_grade, relevant_set, retained_set_overlap,
+    set_f1, tune, GRID_POINTS,
 };
 use ocrank_metrics::{Judgments, Scores};
 use proptest::prelude::*;
@@ -102,6 +102,20 @@ fn overlap_of_kept_sets() {
     assert_eq!(retained_set_overlap(&[&p0, &p1], 0.95), Some(1.0));
     assert_eq!(retained_set_overlap(&[&p0, &p0, &p0], 0.5), Some(1.0));
     assert_eq!(retained_set_overlap(&[&p0], 0.5), None);
+}
+
+#[test]
+fn a_threshold_below_every_score_keeps_the_whole_pool_and_overlap_one() {
+    // The orders disagree about b and c, yet t = 0.05 keeps all three
+    // under both: overlap 1 although the scores moved.
+    let p0 = scores(&[("a", 0.9), ("b", 0.6), ("c", 0.1)]);
+    let p1 = scores(&[("a", 0.9), ("b", 0.1), ("c", 0.6)]);
+    assert!(keeps_whole_pool(&[&p0, &p1], 0.05));
+    assert_eq!(retained_set_overlap(&[&p0, &p1], 0.05), Some(1.0));
+    // At t = 0.1 (kept means score >= t) still whole; above it, not.
+    assert!(keeps_whole_pool(&[&p0, &p1], 0.1));
+    assert!(!keeps_whole_pool(&[&p0, &p1], 0.2));
+    assert!(!keeps_whole_pool(&[&p0], 0.95));
 }
 
 #[test]

@@ -218,6 +218,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         "slot_r2": a.slot_r2,
         "random_ndcg_at_10": a.random_ndcg_at_10,
         "cost": a.cost,
+        "threshold_whole_pools": a.whole_pools,
         "warnings": a.warnings,
     });
     let title = format!(
