@@ -43,7 +43,9 @@ pub struct TrainData {
 #[command(after_help = "\
 Example (the protocol of reports/training; see scripts/train_report.sh):
   ocrank train --pools ../shared/data/msmarco/dl21/bm25-top100.json \\
-      --pools ../shared/data/msmarco/dl22/bm25-top100.json --labels runs/labels-gold.jsonl \\
+      --pools ../shared/data/msmarco/dl22/bm25-top100.json \\
+      --heldout-pools ../shared/data/msmarco/dl21/bm25-top100.json \\
+      --labels runs/train/labels-minilm.jsonl \\
       --depth 20 --width 10 --max-chars 600 --template compact \\
       --objective oc-sft --lambda 5 --lambda-warmup 60 --steps 300 --out runs/train-oc-sft
 
