@@ -504,6 +504,22 @@ mod tests {
         }
     }
 
+    /// Stores one scored window (window 0) of `qid` under `perm`.
+    fn put_window(store: &mut Store, qid: &str, perm: usize, records: Vec<ScoreRecord>) {
+        let key = crate::WindowKey {
+            qid: qid.into(),
+            permutation: perm,
+            window: 0,
+        };
+        let window = crate::StoredWindow {
+            records,
+            tokens: 1,
+            forwards: 1,
+            seconds: 0.0,
+        };
+        store.put(key, window).unwrap();
+    }
+
     #[test]
     fn without_qrels_the_main_report_is_label_free() {
         let dir = tempfile::tempdir().unwrap();
@@ -521,22 +537,7 @@ mod tests {
                     .enumerate()
                     .map(|(s, c)| record(q, perm, c, s + 1, 1.0 - s as f64 / 3.0))
                     .collect();
-                let key = crate::WindowKey {
-                    qid: q.into(),
-                    permutation: perm,
-                    window: 0,
-                };
-                store
-                    .put(
-                        key,
-                        crate::StoredWindow {
-                            records,
-                            tokens: 1,
-                            forwards: 1,
-                            seconds: 0.0,
-                        },
-                    )
-                    .unwrap();
+                put_window(&mut store, q, perm, records);
             }
         }
         let spec = AuditSpec {
@@ -576,22 +577,7 @@ mod tests {
                         record(q, perm, c, i + 1, base + 0.1 * (2 - i) as f64)
                     })
                     .collect();
-                let key = crate::WindowKey {
-                    qid: q.into(),
-                    permutation: perm,
-                    window: 0,
-                };
-                store
-                    .put(
-                        key,
-                        crate::StoredWindow {
-                            records,
-                            tokens: 1,
-                            forwards: 1,
-                            seconds: 0.0,
-                        },
-                    )
-                    .unwrap();
+                put_window(&mut store, q, perm, records);
             }
         }
         let spec = AuditSpec {

@@ -141,9 +141,10 @@ pub fn jaccard<T: Ord>(a: &BTreeSet<T>, b: &BTreeSet<T>) -> f64 {
 /// a query's retained-set overlap is 1 whatever the scores do, so a threshold
 /// that keeps most pools whole says little about order dependence.
 pub fn keeps_whole_pool<S: std::borrow::Borrow<Scores>>(permutations: &[S], t: f64) -> bool {
-    permutations
-        .iter()
-        .all(|p| p.borrow().values().all(|&s| s >= t))
+    permutations.iter().all(|p| {
+        let p = p.borrow();
+        kept(p, t).len() == p.len()
+    })
 }
 
 /// Retained-set overlap of one query: mean pairwise Jaccard of the sets kept
