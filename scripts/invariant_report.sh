@@ -9,6 +9,13 @@
 #
 #   scripts/invariant_report.sh                  # 240 steps, lr 1e-3, cross-entropy
 #   STEPS=480 scripts/invariant_report.sh        # a longer run (its own directory)
+#   GOLD21=1 CHARS=400 EVAL_CHARS=1200 STEPS=200 EVERY=50 SELECT=1 BENCH=0 \
+#     OUT=reports/training/invariant-gold scripts/invariant_report.sh
+#                                                # reports/training/invariant-gold/
+# GOLD21=1 trains on gold grades for DL21 (qrels) and MiniLM labels for DL22
+# (scripts/merge_labels.py, query by query). CHARS cuts candidates for training
+# and the audits (default 300); EVAL_CHARS adds DL19 audits of the base model
+# and the student at another cut. BENCH=0 skips the step-time bench.
 # SELECT=1 also picks a checkpoint on the held-out DL21 queries (`ocrank
 # select`) and audits it; BATCHED=1 also audits the student as a batched scorer.
 # PROBE=1 also runs the linear probe of the frozen readout states
@@ -24,16 +31,29 @@ RUNS=${RUNS:-runs/probe}
 STEPS=${STEPS:-240}
 LR=${LR:-1e-3}
 LOSS=${LOSS:-cross-entropy}
-LABELS=${LABELS:-runs/train/labels-minilm.jsonl}
+CHARS=${CHARS:-300}
+MINILM=runs/train/labels-minilm.jsonl
 WARMUP=$(( STEPS / 20 ))
-EVERY=$(( STEPS / 8 ))
-SCORER=(--width 10 --max-chars 300 --template compact)
-RUN="$RUNS/invariant-s$STEPS-lr$LR"
-[ "$LOSS" = squared ] || RUN="$RUN-ce"
+EVERY=${EVERY:-$(( STEPS / 8 ))}
+SCORER=(--width 10 --max-chars "$CHARS" --template compact)
+if [ "${GOLD21:-0}" = 1 ]; then
+    LABELS=runs/train/labels-gold21-minilm22.jsonl
+    RUN="$RUNS/invariant-gold21-c$CHARS-s$STEPS"
+else
+    LABELS=$MINILM
+    RUN="$RUNS/invariant-s$STEPS-lr$LR"
+    [ "$LOSS" = squared ] || RUN="$RUN-ce"
+    [ "$CHARS" = 300 ] || RUN="$RUN-c$CHARS"
+fi
 read -r -a MODEL <<< "${MODEL_ARGS:-}"
 
 mkdir -p "$RUNS" "$OUT"
-minilm_labels "$LABELS"
+minilm_labels "$MINILM"
+if [ "${GOLD21:-0}" = 1 ]; then
+    "$BIN" label --teacher gold --pools "$D/dl21/bm25-top100.json" \
+        --qrels "$D/dl21/qrels.txt" --depth 20 --out runs/train/labels-gold-dl21.jsonl
+    scripts/merge_labels.py --out "$LABELS" runs/train/labels-gold-dl21.jsonl "$MINILM"
+fi
 
 echo "== train"
 "$BIN" train --pools "$D/dl21/bm25-top100.json" "$D/dl22/bm25-top100.json" \
@@ -42,14 +62,26 @@ echo "== train"
     --steps "$STEPS" --lr "$LR" --lr-warmup "$WARMUP" --supervised-loss "$LOSS" \
     --checkpoint-every "$EVERY" --out "$RUN"
 
-audit() { name=$1; shift; echo "== audit $name"; "$BIN" audit \
+# audit NAME ARGS: a DL19 audit with candidates cut at $AT characters (default
+# the training cut), skipped when its results exist.
+audit() { name=$1; shift
+    if [ -f "$OUT/$name/results.json" ]; then echo "== audit $name: done"; return; fi
+    echo "== audit $name"; "$BIN" audit \
     --pools "$D/dl19/bm25-top100.json" --qrels "$D/dl19/qrels.txt" \
-    --depth 20 "${SCORER[@]}" "${MODEL[@]}" "$@" --out "$OUT/$name"; }
+    --depth 20 --width 10 --max-chars "${AT:-$CHARS}" --template compact \
+    "${MODEL[@]}" "$@" --out "$OUT/$name"; }
+audit_at() { AT=$1 audit "${@:2}"; }
 # One order each: an invariant score does not depend on the order (tested in
 # crates/score/tests/modes.rs), so more orders would score the same again.
 audit off-the-shelf-invariant --mode invariant --permutations 1
 audit student-invariant --mode invariant --permutations 1 --adapter "$RUN/adapter"
 dirs=("$OUT/off-the-shelf-invariant" "$OUT/student-invariant")
+for c in ${EVAL_CHARS:-}; do
+    audit_at "$c" "off-the-shelf-invariant-c$c" --mode invariant --permutations 1
+    audit_at "$c" "student-invariant-c$c" --mode invariant --permutations 1 --adapter "$RUN/adapter"
+    "$BIN" compare "$OUT/off-the-shelf-invariant-c$c" "$OUT/student-invariant-c$c" \
+        --measures ndcg_at_10 --out "$OUT/compare-invariant-c$c.md"
+done
 if [ "${SELECT:-0}" = 1 ]; then
     echo "== select (held-out DL21 queries, nDCG@10; the order does not matter here)"
     "$BIN" select --runs "$RUN" --pools "$D/dl21/bm25-top100.json" \
@@ -77,10 +109,12 @@ if [ "${BATCHED:-0}" = 1 ]; then
         --out "$OUT/compare-batched.md"
 fi
 
+if [ "${BENCH:-1}" = 1 ]; then
 echo "== step time: pointwise windows vs invariant windows of 10, side by side"
 "$BIN" train-bench --pools "$D/dl21/bm25-top100.json" --labels "$LABELS" --depth 20 \
     --max-chars 300 --template compact "${MODEL[@]}" --objectives single-order \
     --shapes batched:1,invariant:10 --steps 5 --out "$OUT/bench.json"
+fi
 
 cp "$RUN/train.json" "$RUN/log.jsonl" "$OUT/"
 scripts/train_curve.py "$RUN" --bin $(( STEPS / 4 )) > "$OUT/curve.md"
