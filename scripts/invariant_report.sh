@@ -35,12 +35,12 @@ CHARS=${CHARS:-300}
 MINILM=runs/train/labels-minilm.jsonl
 WARMUP=$(( STEPS / 20 ))
 EVERY=${EVERY:-$(( STEPS / 8 ))}
-SCORER=(--width 10 --max-chars "$CHARS" --template compact)
+SCORER=(--width 10 --template compact)   # with --max-chars: $CHARS, or $AT in audit_at
 if [ "${GOLD21:-0}" = 1 ]; then
     LABELS=runs/train/labels-gold21-minilm22.jsonl
     RUN="$RUNS/invariant-gold21-c$CHARS-s$STEPS"
 else
-    LABELS=$MINILM
+    LABELS=${LABELS:-$MINILM}
     RUN="$RUNS/invariant-s$STEPS-lr$LR"
     [ "$LOSS" = squared ] || RUN="$RUN-ce"
     [ "$CHARS" = 300 ] || RUN="$RUN-c$CHARS"
@@ -48,17 +48,19 @@ fi
 read -r -a MODEL <<< "${MODEL_ARGS:-}"
 
 mkdir -p "$RUNS" "$OUT"
-minilm_labels "$MINILM"
 if [ "${GOLD21:-0}" = 1 ]; then
+    minilm_labels "$MINILM"
     "$BIN" label --teacher gold --pools "$D/dl21/bm25-top100.json" \
         --qrels "$D/dl21/qrels.txt" --depth 20 --out runs/train/labels-gold-dl21.jsonl
     scripts/merge_labels.py --out "$LABELS" runs/train/labels-gold-dl21.jsonl "$MINILM"
+else
+    minilm_labels "$LABELS"
 fi
 
 echo "== train"
 "$BIN" train --pools "$D/dl21/bm25-top100.json" "$D/dl22/bm25-top100.json" \
     --heldout-pools "$D/dl21/bm25-top100.json" --labels "$LABELS" --depth 20 \
-    "${SCORER[@]}" "${MODEL[@]}" --mode invariant --objective single-order \
+    "${SCORER[@]}" --max-chars "$CHARS" "${MODEL[@]}" --mode invariant --objective single-order \
     --steps "$STEPS" --lr "$LR" --lr-warmup "$WARMUP" --supervised-loss "$LOSS" \
     --checkpoint-every "$EVERY" --out "$RUN"
 
@@ -68,8 +70,7 @@ audit() { name=$1; shift
     if [ -f "$OUT/$name/results.json" ]; then echo "== audit $name: done"; return; fi
     echo "== audit $name"; "$BIN" audit \
     --pools "$D/dl19/bm25-top100.json" --qrels "$D/dl19/qrels.txt" \
-    --depth 20 --width 10 --max-chars "${AT:-$CHARS}" --template compact \
-    "${MODEL[@]}" "$@" --out "$OUT/$name"; }
+    --depth 20 "${SCORER[@]}" --max-chars "${AT:-$CHARS}" "${MODEL[@]}" "$@" --out "$OUT/$name"; }
 audit_at() { AT=$1 audit "${@:2}"; }
 # One order each: an invariant score does not depend on the order (tested in
 # crates/score/tests/modes.rs), so more orders would score the same again.
