@@ -13,7 +13,7 @@
 #     OUT=reports/training/invariant-gold scripts/invariant_report.sh
 #                                                # reports/training/invariant-gold/
 # GOLD21=1 trains on gold grades for DL21 (qrels) and MiniLM labels for DL22
-# (scripts/merge_labels.py, query by query). CHARS cuts candidates for training
+# (`ocrank merge-labels`, query by query). CHARS cuts candidates for training
 # and the audits (default 300); EVAL_CHARS adds DL19 audits of the base model
 # and the student at another cut. BENCH=0 skips the step-time bench.
 # SELECT=1 also picks a checkpoint on the held-out DL21 queries (`ocrank
@@ -52,7 +52,9 @@ if [ "${GOLD21:-0}" = 1 ]; then
     minilm_labels "$MINILM"
     "$BIN" label --teacher gold --pools "$D/dl21/bm25-top100.json" \
         --qrels "$D/dl21/qrels.txt" --depth 20 --out runs/train/labels-gold-dl21.jsonl
-    scripts/merge_labels.py --out "$LABELS" runs/train/labels-gold-dl21.jsonl "$MINILM"
+    # Merged once: a run resumes only with the labels file it started with
+    # (train.json keeps its sha256, and the header names the merge command).
+    [ -f "$LABELS" ] || "$BIN" merge-labels runs/train/labels-gold-dl21.jsonl "$MINILM" --out "$LABELS"
 else
     minilm_labels "$LABELS"
 fi

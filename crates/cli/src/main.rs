@@ -32,6 +32,8 @@ enum Command {
     Prompts(cmd::prompts::Args),
     /// Make training labels (gold, LLM teacher, embedding teacher).
     Label(cmd::label::Args),
+    /// Merge labels files query by query (the first file with a query wins).
+    MergeLabels(cmd::merge_labels::Args),
     /// Train the scorer with LoRA (single-order, order-averaged, perm-aug, OC-SFT).
     Train(cmd::train::Args),
     /// Choose a checkpoint on the held-out split by ranking quality.
@@ -65,6 +67,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Prompts(args) => cmd::prompts::run(args),
         Command::Bench(args) => cmd::bench::run(args),
         Command::Label(args) => cmd::label::run(args),
+        Command::MergeLabels(args) => cmd::merge_labels::run(args),
         Command::Train(args) => cmd::train::run(args),
         Command::Select(args) => cmd::select::run(args),
         Command::TrainBench(args) => cmd::train_bench::run(args),

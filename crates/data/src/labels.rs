@@ -120,6 +120,68 @@ pub fn read_labels(path: &Path) -> Result<Labels> {
     Ok(Labels { header, by_query })
 }
 
+/// One labels file given to [`merge_labels`]: its name and checksum (for the
+/// provenance) and its labels.
+#[derive(Debug, Clone)]
+pub struct MergeSource {
+    pub file: String,
+    pub sha256: String,
+    pub labels: Labels,
+}
+
+/// Merges label sets query by query: each query takes its labels, whole, from
+/// the first source that has it, so a query's candidates never mix teachers
+/// (e.g. gold grades where a pool is judged, an embedding teacher elsewhere).
+///
+/// The header says teacher `merged:<first>+<second>...`, the fewest orders
+/// of any source, and keeps every source's file, checksum, header and the
+/// query ids it gave, so a trained adapter still says what taught it; a
+/// source's shadowed queries are counted, not dropped silently.
+pub fn merge_labels(sources: &[MergeSource]) -> Labels {
+    let mut by_query: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
+    let mut provenance = Vec::with_capacity(sources.len());
+    for s in sources {
+        let (taken, shadowed): (Vec<&String>, Vec<&String>) = s
+            .labels
+            .by_query
+            .keys()
+            .partition(|q| !by_query.contains_key(*q));
+        let labels_taken: usize = taken.iter().map(|q| s.labels.by_query[*q].len()).sum();
+        for q in &taken {
+            by_query.insert((*q).clone(), s.labels.by_query[*q].clone());
+        }
+        provenance.push(serde_json::json!({
+            "file": s.file,
+            "sha256": s.sha256,
+            "header": s.labels.header,
+            "queries_taken": taken,
+            "queries_shadowed": shadowed.len(),
+            "labels_taken": labels_taken,
+        }));
+    }
+    let teacher = sources
+        .iter()
+        .map(|s| s.labels.header.teacher.as_str())
+        .collect::<Vec<_>>()
+        .join("+");
+    Labels {
+        header: LabelHeader {
+            ocrank_labels: 1,
+            teacher: format!("merged:{teacher}"),
+            orders: sources
+                .iter()
+                .map(|s| s.labels.header.orders)
+                .min()
+                .unwrap_or(1),
+            provenance: serde_json::json!({
+                "rule": "each query takes its labels, whole, from the first file that has it",
+                "sources": provenance,
+            }),
+        },
+        by_query,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -185,5 +247,67 @@ mod tests {
         let mut l = sample();
         l.by_query.get_mut("q1").unwrap().insert("d3".into(), 3.5);
         assert!(write_labels(&dir.path().join("l.jsonl"), &l).is_err());
+    }
+
+    fn labels(teacher: &str, orders: usize, rows: &[(&str, &str, f64)]) -> Labels {
+        let mut by_query: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
+        for &(q, c, l) in rows {
+            by_query.entry(q.into()).or_default().insert(c.into(), l);
+        }
+        Labels {
+            header: LabelHeader {
+                ocrank_labels: 1,
+                teacher: teacher.into(),
+                orders,
+                provenance: serde_json::Value::Null,
+            },
+            by_query,
+        }
+    }
+
+    #[test]
+    fn merge_takes_whole_queries_from_the_first_file_that_has_them() {
+        let gold = labels("gold", 1, &[("q1", "a", 3.0), ("q1", "b", 0.0)]);
+        // q1 is also in the second file, with a candidate gold does not have:
+        // it must not leak into q1 (a query never mixes teachers).
+        let emb = labels(
+            "embedding",
+            1,
+            &[("q1", "a", 1.5), ("q1", "c", 2.0), ("q2", "x", 0.5)],
+        );
+        let src = |file: &str, l: &Labels| MergeSource {
+            file: file.into(),
+            sha256: format!("sha-{file}"),
+            labels: l.clone(),
+        };
+        let m = merge_labels(&[src("gold.jsonl", &gold), src("emb.jsonl", &emb)]);
+        assert_eq!(m.header.teacher, "merged:gold+embedding");
+        assert_eq!(m.by_query["q1"], gold.by_query["q1"]);
+        assert_eq!(m.by_query["q2"], emb.by_query["q2"]);
+        assert_eq!(m.len(), 3);
+        let s = &m.header.provenance["sources"];
+        assert_eq!(s[0]["queries_taken"], serde_json::json!(["q1"]));
+        assert_eq!(s[1]["queries_taken"], serde_json::json!(["q2"]));
+        assert_eq!(s[1]["queries_shadowed"], 1);
+        assert_eq!(s[1]["labels_taken"], 1);
+        assert_eq!(s[1]["sha256"], "sha-emb.jsonl");
+        assert_eq!(s[0]["header"]["teacher"], "gold");
+        // The order of the files decides: reversed, the embedding teacher wins q1.
+        let r = merge_labels(&[src("emb.jsonl", &emb), src("gold.jsonl", &gold)]);
+        assert_eq!(r.by_query["q1"], emb.by_query["q1"]);
+        // Orders: the fewest of any source (an average over 4 merged with a
+        // single order is not an average over 4 everywhere).
+        let llm = labels("llm", 4, &[("q3", "y", 1.0)]);
+        assert_eq!(
+            merge_labels(&[src("l", &llm), src("g", &gold)])
+                .header
+                .orders,
+            1
+        );
+        // The merge writes and reads back like any labels file.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("merged.jsonl");
+        write_labels(&path, &m).unwrap();
+        assert_eq!(read_labels(&path).unwrap(), m);
     }
 }

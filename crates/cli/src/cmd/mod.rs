@@ -6,6 +6,7 @@ pub mod device_check;
 pub mod eval;
 pub mod export_tokenizer;
 pub mod label;
+pub mod merge_labels;
 pub mod prompts;
 pub mod score;
 pub mod select;
