@@ -16,6 +16,7 @@
 # (`ocrank merge-labels`, query by query). CHARS cuts candidates for training
 # and the audits (default 300); EVAL_CHARS adds DL19 audits of the base model
 # and the student at another cut. BENCH=0 skips the step-time bench.
+# SEED=1 trains the same run at another training seed (RUN gets -seed1).
 # SELECT=1 also picks a checkpoint on the held-out DL21 queries (`ocrank
 # select`) and audits it; BATCHED=1 also audits the student as a batched scorer.
 # PROBE=1 also runs the linear probe of the frozen readout states
@@ -45,6 +46,10 @@ else
     [ "$LOSS" = squared ] || RUN="$RUN-ce"
     [ "$CHARS" = 300 ] || RUN="$RUN-c$CHARS"
 fi
+# SEED (default 0): the training seed (data order, dropout, adapter init);
+# another seed trains its own run directory.
+SEED=${SEED:-0}
+[ "$SEED" = 0 ] || RUN="$RUN-seed$SEED"
 read -r -a MODEL <<< "${MODEL_ARGS:-}"
 
 mkdir -p "$RUNS" "$OUT"
@@ -64,7 +69,7 @@ echo "== train"
     --heldout-pools "$D/dl21/bm25-top100.json" --labels "$LABELS" --depth 20 \
     "${SCORER[@]}" --max-chars "$CHARS" "${MODEL[@]}" --mode invariant --objective single-order \
     --steps "$STEPS" --lr "$LR" --lr-warmup "$WARMUP" --supervised-loss "$LOSS" \
-    --checkpoint-every "$EVERY" --out "$RUN"
+    --checkpoint-every "$EVERY" --seed "$SEED" --out "$RUN"
 
 # audit NAME ARGS: a DL19 audit with candidates cut at $AT characters (default
 # the training cut), skipped when its results exist.
