@@ -93,6 +93,37 @@ pub fn load_bsc(dir: &Path, k: usize) -> Result<Option<AuditResults>, String> {
     Ok(None)
 }
 
+/// The last `k` components of a path, joined by `/`.
+fn tail(dir: &Path, k: usize) -> String {
+    let parts: Vec<String> = dir
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    parts[parts.len().saturating_sub(k)..].join("/")
+}
+
+/// Audits whose directories share a name (`a/student` and `b/student`) are
+/// named by as many trailing path components as tell them apart, so that a
+/// table's rows say which is which. Variants of one directory (its BSC@K
+/// point) keep their own suffix and are not counted as a clash.
+pub fn disambiguate(audits: &mut [AuditResults]) {
+    let dirs: Vec<PathBuf> = audits.iter().map(|a| a.dir.clone()).collect();
+    for a in audits.iter_mut() {
+        let depth = a.dir.components().count().max(1);
+        let k = (1..=depth)
+            .find(|&k| {
+                dirs.iter()
+                    .filter(|d| **d != a.dir)
+                    .all(|d| tail(d, k) != tail(&a.dir, k))
+            })
+            .unwrap_or(depth);
+        let name = tail(&a.dir, 1);
+        if k > 1 && a.label.starts_with(&name) {
+            a.label = format!("{}{}", tail(&a.dir, k), &a.label[name.len()..]);
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Row {
     pub measure: String,
@@ -209,5 +240,27 @@ mod tests {
         assert!((rows[1].difference + 0.4).abs() < 1e-12);
         assert!(rows[1].high < 0.0 && rows[1].p_holm < 0.05);
         assert!(rows[1].p_holm >= rows[1].p_value);
+    }
+
+    #[test]
+    fn audits_named_alike_are_told_apart_by_their_paths() {
+        let mut audits = vec![
+            audit("reports/x/student", &[0.5]),
+            audit("reports/y/student", &[0.5]),
+            audit("reports/y/base", &[0.5]),
+        ];
+        for a in &mut audits {
+            let name = tail(&a.dir, 1);
+            a.label = format!("{name} (invariant, B=10, contiguous)");
+        }
+        // A BSC variant of the first directory is not a clash with it.
+        let mut bsc = audits[0].clone();
+        bsc.label = "student BSC@2 (5 groups)".into();
+        audits.push(bsc);
+        disambiguate(&mut audits);
+        assert_eq!(audits[0].label, "x/student (invariant, B=10, contiguous)");
+        assert_eq!(audits[1].label, "y/student (invariant, B=10, contiguous)");
+        assert_eq!(audits[2].label, "base (invariant, B=10, contiguous)");
+        assert_eq!(audits[3].label, "x/student BSC@2 (5 groups)");
     }
 }

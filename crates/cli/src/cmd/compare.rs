@@ -52,6 +52,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             2 * k
         );
     }
+    compare::disambiguate(&mut audits);
     let boot = Bootstrap {
         resamples: args.bootstrap,
         seed: args.seed,
