@@ -1,18 +1,15 @@
 //! `ocrank merge-labels` end to end: gold grades where the qrels judge a pool,
 //! another teacher's labels elsewhere, whole queries, provenance kept.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
+
+use common::{ocrank, root};
 
 fn data() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/msmarco")
-}
-
-fn ocrank(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ocrank"))
-        .args(args)
-        .output()
-        .expect("the ocrank binary runs")
+    root().join("../shared/data/msmarco")
 }
 
 fn ok(out: &Output) {

@@ -129,6 +129,17 @@ pub struct MergeSource {
     pub labels: Labels,
 }
 
+/// What one source gave to a merge.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MergeTally {
+    pub file: String,
+    /// Query ids whose labels came from this source.
+    pub queries_taken: Vec<String>,
+    /// Queries this source also had, taken from an earlier one.
+    pub queries_shadowed: usize,
+    pub labels_taken: usize,
+}
+
 /// Merges label sets query by query: each query takes its labels, whole, from
 /// the first source that has it, so a query's candidates never mix teachers
 /// (e.g. gold grades where a pool is judged, an embedding teacher elsewhere).
@@ -136,10 +147,12 @@ pub struct MergeSource {
 /// The header says teacher `merged:<first>+<second>...`, the fewest orders
 /// of any source, and keeps every source's file, checksum, header and the
 /// query ids it gave, so a trained adapter still says what taught it; a
-/// source's shadowed queries are counted, not dropped silently.
-pub fn merge_labels(sources: &[MergeSource]) -> Labels {
+/// source's shadowed queries are counted, not dropped silently (also
+/// returned, one tally per source).
+pub fn merge_labels(sources: &[MergeSource]) -> (Labels, Vec<MergeTally>) {
     let mut by_query: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
     let mut provenance = Vec::with_capacity(sources.len());
+    let mut tallies = Vec::with_capacity(sources.len());
     for s in sources {
         let (taken, shadowed): (Vec<&String>, Vec<&String>) = s
             .labels
@@ -150,21 +163,24 @@ pub fn merge_labels(sources: &[MergeSource]) -> Labels {
         for q in &taken {
             by_query.insert((*q).clone(), s.labels.by_query[*q].clone());
         }
-        provenance.push(serde_json::json!({
-            "file": s.file,
-            "sha256": s.sha256,
-            "header": s.labels.header,
-            "queries_taken": taken,
-            "queries_shadowed": shadowed.len(),
-            "labels_taken": labels_taken,
-        }));
+        let tally = MergeTally {
+            file: s.file.clone(),
+            queries_taken: taken.into_iter().cloned().collect(),
+            queries_shadowed: shadowed.len(),
+            labels_taken,
+        };
+        let mut entry = serde_json::to_value(&tally).expect("a tally serialises");
+        entry["sha256"] = serde_json::json!(s.sha256);
+        entry["header"] = serde_json::json!(s.labels.header);
+        provenance.push(entry);
+        tallies.push(tally);
     }
     let teacher = sources
         .iter()
         .map(|s| s.labels.header.teacher.as_str())
         .collect::<Vec<_>>()
         .join("+");
-    Labels {
+    let labels = Labels {
         header: LabelHeader {
             ocrank_labels: 1,
             teacher: format!("merged:{teacher}"),
@@ -179,7 +195,8 @@ pub fn merge_labels(sources: &[MergeSource]) -> Labels {
             }),
         },
         by_query,
-    }
+    };
+    (labels, tallies)
 }
 
 #[cfg(test)]
@@ -280,7 +297,12 @@ mod tests {
             sha256: format!("sha-{file}"),
             labels: l.clone(),
         };
-        let m = merge_labels(&[src("gold.jsonl", &gold), src("emb.jsonl", &emb)]);
+        let (m, tallies) = merge_labels(&[src("gold.jsonl", &gold), src("emb.jsonl", &emb)]);
+        assert_eq!(tallies[1].queries_taken, ["q2"]);
+        assert_eq!(
+            (tallies[1].queries_shadowed, tallies[1].labels_taken),
+            (1, 1)
+        );
         assert_eq!(m.header.teacher, "merged:gold+embedding");
         assert_eq!(m.by_query["q1"], gold.by_query["q1"]);
         assert_eq!(m.by_query["q2"], emb.by_query["q2"]);
@@ -293,13 +315,14 @@ mod tests {
         assert_eq!(s[1]["sha256"], "sha-emb.jsonl");
         assert_eq!(s[0]["header"]["teacher"], "gold");
         // The order of the files decides: reversed, the embedding teacher wins q1.
-        let r = merge_labels(&[src("emb.jsonl", &emb), src("gold.jsonl", &gold)]);
+        let (r, _) = merge_labels(&[src("emb.jsonl", &emb), src("gold.jsonl", &gold)]);
         assert_eq!(r.by_query["q1"], emb.by_query["q1"]);
         // Orders: the fewest of any source (an average over 4 merged with a
         // single order is not an average over 4 everywhere).
         let llm = labels("llm", 4, &[("q3", "y", 1.0)]);
         assert_eq!(
             merge_labels(&[src("l", &llm), src("g", &gold)])
+                .0
                 .header
                 .orders,
             1

@@ -27,7 +27,9 @@ pub use beir::{read_beir, Beir, BeirDoc};
 pub use error::{Error, Result};
 pub use hotpotqa::{read_hotpotqa, HotpotExample};
 pub use jsonl::{read_jsonl_pools, write_jsonl_pools};
-pub use labels::{merge_labels, read_labels, write_labels, LabelHeader, Labels, MergeSource};
+pub use labels::{
+    merge_labels, read_labels, write_labels, LabelHeader, Labels, MergeSource, MergeTally,
+};
 pub use llmbar::{read_llmbar, PreferencePair};
 pub use pool::{Candidate, Pool, PoolDefect};
 pub use rankllm::read_rankllm_pools;

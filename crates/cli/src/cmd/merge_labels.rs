@@ -38,16 +38,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             })
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let mut merged = ocrank_data::merge_labels(&sources);
+    let (mut merged, tallies) = ocrank_data::merge_labels(&sources);
     merged.header.provenance["command"] = json!(std::env::args().collect::<Vec<_>>().join(" "));
-    let sources = merged.header.provenance["sources"].as_array();
-    for p in sources.into_iter().flatten() {
+    for t in &tallies {
         eprintln!(
             "{}: {} queries taken ({} labels), {} shadowed by an earlier file",
-            p["file"].as_str().unwrap_or("?"),
-            p["queries_taken"].as_array().map_or(0, |a| a.len()),
-            p["labels_taken"],
-            p["queries_shadowed"],
+            t.file,
+            t.queries_taken.len(),
+            t.labels_taken,
+            t.queries_shadowed,
         );
     }
     ocrank_data::write_labels(&args.out, &merged)?;
