@@ -8,7 +8,10 @@
 # Every step is resumable: rerun after an interruption.
 #
 #   scripts/invariant_report.sh                  # 240 steps, lr 1e-3, cross-entropy
-#   STEPS=480 scripts/invariant_report.sh        # a longer run (its own directory)
+#   STEPS=480 EVERY=60 BENCH=0 OUT=reports/training/invariant-s480 \
+#     scripts/invariant_report.sh                # reports/training/invariant-s480/ (its
+#                                                # own run directory; give another OUT too:
+#                                                # audits whose results exist are skipped)
 #   GOLD21=1 CHARS=400 EVAL_CHARS=1200 STEPS=200 EVERY=50 SELECT=1 BENCH=0 \
 #     OUT=reports/training/invariant-gold scripts/invariant_report.sh
 #                                                # reports/training/invariant-gold/
