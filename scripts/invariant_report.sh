@@ -10,8 +10,8 @@
 #   scripts/invariant_report.sh                  # 240 steps, lr 1e-3, cross-entropy
 #   STEPS=480 EVERY=60 BENCH=0 OUT=reports/training/invariant-s480 \
 #     scripts/invariant_report.sh                # reports/training/invariant-s480/ (its
-#                                                # own run directory; give another OUT too:
-#                                                # audits whose results exist are skipped)
+#                                                # own run directory; another OUT too: an
+#                                                # audit refuses a directory of another adapter)
 #   GOLD21=1 CHARS=400 EVAL_CHARS=1200 STEPS=200 EVERY=50 SELECT=1 BENCH=0 \
 #     OUT=reports/training/invariant-gold scripts/invariant_report.sh
 #                                                # reports/training/invariant-gold/
@@ -75,9 +75,9 @@ echo "== train"
     --checkpoint-every "$EVERY" --seed "$SEED" --out "$RUN"
 
 # audit NAME ARGS: a DL19 audit with candidates cut at $AT characters (default
-# the training cut), skipped when its results exist.
+# the training cut). Always run: it resumes, and refuses an $OUT/NAME made
+# with other settings (see batched_audit in report-lib.sh).
 audit() { name=$1; shift
-    if [ -f "$OUT/$name/results.json" ]; then echo "== audit $name: done"; return; fi
     echo "== audit $name"; "$BIN" audit \
     --pools "$D/dl19/bm25-top100.json" --qrels "$D/dl19/qrels.txt" \
     --depth 20 "${SCORER[@]}" --max-chars "${AT:-$CHARS}" "${MODEL[@]}" "$@" --out "$OUT/$name"; }

@@ -10,10 +10,12 @@ minilm_labels() { labels=$1
         --calibration-pools "$D/dl21/bm25-top100.json" --calibration-qrels "$D/dl21/qrels.txt" \
         --out "$labels"; }
 
-# A batched DL19 audit into $OUT/NAME with PERMS orders; skipped when its
-# results exist (the audit itself resumes its own windows).
+# A batched DL19 audit into $OUT/NAME with PERMS orders. Always run, never
+# skipped by the script: `ocrank audit` scores only the windows its directory
+# lacks (a finished audit reruns in a fraction of a second) and refuses a
+# directory made with other settings (adapter, cut, mode...), which a skip on
+# an existing results.json would hide.
 batched_audit() { name=$1; shift
-    if [ -f "$OUT/$name/results.json" ]; then echo "== audit $name: done"; return; fi
     echo "== audit $name"; "$BIN" audit \
     --pools "$D/dl19/bm25-top100.json" --qrels "$D/dl19/qrels.txt" \
     --depth 20 "${SCORER[@]}" "${MODEL[@]}" --mode batched --permutations "$PERMS" \
