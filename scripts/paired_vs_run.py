@@ -50,4 +50,5 @@ if not qs:
 d = [a[q] - b[q] for q in qs]
 mean, lo, hi = bootstrap_mean(d, random.Random(0))
 print(f"{len(qs)} queries: audit {measure} {sum(a[q] for q in qs) / len(qs):.4f}, run {sum(b[q] for q in qs) / len(qs):.4f}, "
-      f"difference {mean:+.4f} [{lo:+.4f}, {hi:+.4f}] (95% paired bootstrap, 10,000 resamples)")
+      f"difference {mean:+.4f} [{lo:+.4f}, {hi:+.4f}] (95% paired bootstrap, 10,000 resamples); "
+      f"higher on {sum(x > 0 for x in d)} queries, lower on {sum(x < 0 for x in d)}, equal on {sum(x == 0 for x in d)}")
