@@ -19,6 +19,11 @@
 # (`ocrank merge-labels`, query by query). CHARS cuts candidates for training
 # and the audits (default 300); EVAL_CHARS adds DL19 audits of the base model
 # and the student at another cut. BENCH=0 skips the step-time bench.
+# DEPTH=40 trains on the first 40 candidates of each pool (labels to that
+# depth: runs/train/labels-minilm-d40.jsonl; RUN gets -d40): twice the
+# distinct training windows of the default 20, for runs longer than one epoch.
+#   DEPTH=40 STEPS=480 EVERY=60 BENCH=0 OUT=reports/training/invariant-d40 \
+#     scripts/invariant_report.sh                # reports/training/invariant-d40/
 # SEED=1 trains the same run at another training seed (RUN gets -seed1).
 # SELECT=1 also picks a checkpoint on the held-out DL21 queries (`ocrank
 # select`) and audits it; BATCHED=1 also audits the student as a batched scorer.
@@ -36,7 +41,12 @@ STEPS=${STEPS:-240}
 LR=${LR:-1e-3}
 LOSS=${LOSS:-cross-entropy}
 CHARS=${CHARS:-300}
+DEPTH=${DEPTH:-20}
+if [ "${GOLD21:-0}" = 1 ] && [ "$DEPTH" != 20 ]; then
+    echo "GOLD21=1 merges labels to depth 20 only; DEPTH=$DEPTH is not supported with it" >&2; exit 2
+fi
 MINILM=runs/train/labels-minilm.jsonl
+[ "$DEPTH" = 20 ] || MINILM=runs/train/labels-minilm-d$DEPTH.jsonl
 WARMUP=$(( STEPS / 20 ))
 EVERY=${EVERY:-$(( STEPS / 8 ))}
 SCORER=(--width 10 --template compact)   # with --max-chars: $CHARS, or $AT in audit_at
@@ -49,6 +59,7 @@ else
     [ "$LOSS" = squared ] || RUN="$RUN-ce"
     [ "$CHARS" = 300 ] || RUN="$RUN-c$CHARS"
 fi
+[ "$DEPTH" = 20 ] || RUN="$RUN-d$DEPTH"
 # SEED (default 0): the training seed (data order, dropout, adapter init);
 # another seed trains its own run directory.
 SEED=${SEED:-0}
@@ -64,12 +75,12 @@ if [ "${GOLD21:-0}" = 1 ]; then
     # (train.json keeps its sha256, and the header names the merge command).
     [ -f "$LABELS" ] || "$BIN" merge-labels runs/train/labels-gold-dl21.jsonl "$MINILM" --out "$LABELS"
 else
-    minilm_labels "$LABELS"
+    minilm_labels "$LABELS" "$DEPTH"
 fi
 
 echo "== train"
 "$BIN" train --pools "$D/dl21/bm25-top100.json" "$D/dl22/bm25-top100.json" \
-    --heldout-pools "$D/dl21/bm25-top100.json" --labels "$LABELS" --depth 20 \
+    --heldout-pools "$D/dl21/bm25-top100.json" --labels "$LABELS" --depth "$DEPTH" \
     "${SCORER[@]}" --max-chars "$CHARS" "${MODEL[@]}" --mode invariant --objective single-order \
     --steps "$STEPS" --lr "$LR" --lr-warmup "$WARMUP" --supervised-loss "$LOSS" \
     --checkpoint-every "$EVERY" --seed "$SEED" --out "$RUN"
