@@ -24,6 +24,12 @@
 # distinct training windows of the default 20, for runs longer than one epoch.
 #   DEPTH=40 STEPS=480 EVERY=60 BENCH=0 OUT=reports/training/invariant-d40 \
 #     scripts/invariant_report.sh                # reports/training/invariant-d40/
+# RAG=1 adds the 301 TREC RAG 2024 topics (datasets/, 20 passages each,
+# no judgments) to the training pools, labelled by the same MiniLM teacher
+# (runs/train/labels-minilm-rag.jsonl; RUN gets -rag): 602 more windows of
+# new queries. Selection stays on held-out DL21 queries.
+#   RAG=1 STEPS=480 EVERY=60 BENCH=0 OUT=reports/training/invariant-rag \
+#     scripts/invariant_report.sh                # reports/training/invariant-rag/
 # SEED=1 trains the same run at another training seed (RUN gets -seed1).
 # SELECT=1 also picks a checkpoint on the held-out DL21 queries (`ocrank
 # select`) and audits it; BATCHED=1 also audits the student as a batched scorer.
@@ -42,11 +48,17 @@ LR=${LR:-1e-3}
 LOSS=${LOSS:-cross-entropy}
 CHARS=${CHARS:-300}
 DEPTH=${DEPTH:-20}
-if [ "${GOLD21:-0}" = 1 ] && [ "$DEPTH" != 20 ]; then
-    echo "GOLD21=1 merges labels to depth 20 only; DEPTH=$DEPTH is not supported with it" >&2; exit 2
+if [ "${GOLD21:-0}" = 1 ] && { [ "$DEPTH" != 20 ] || [ "${RAG:-0}" = 1 ]; }; then
+    echo "GOLD21=1 merges DL21+DL22 labels to depth 20 only; not with DEPTH=$DEPTH or RAG=1" >&2; exit 2
 fi
-MINILM=runs/train/labels-minilm.jsonl
-[ "$DEPTH" = 20 ] || MINILM=runs/train/labels-minilm-d$DEPTH.jsonl
+TRAIN_POOLS=("$D/dl21/bm25-top100.json" "$D/dl22/bm25-top100.json")
+MINILM=runs/train/labels-minilm
+if [ "${RAG:-0}" = 1 ]; then
+    TRAIN_POOLS+=(datasets/trec-rag-2024-study1.jsonl.gz)
+    MINILM=$MINILM-rag
+fi
+[ "$DEPTH" = 20 ] || MINILM=$MINILM-d$DEPTH
+MINILM=$MINILM.jsonl
 WARMUP=$(( STEPS / 20 ))
 EVERY=${EVERY:-$(( STEPS / 8 ))}
 SCORER=(--width 10 --template compact)   # with --max-chars: $CHARS, or $AT in audit_at
@@ -59,6 +71,7 @@ else
     [ "$LOSS" = squared ] || RUN="$RUN-ce"
     [ "$CHARS" = 300 ] || RUN="$RUN-c$CHARS"
 fi
+[ "${RAG:-0}" != 1 ] || RUN="$RUN-rag"
 [ "$DEPTH" = 20 ] || RUN="$RUN-d$DEPTH"
 # SEED (default 0): the training seed (data order, dropout, adapter init);
 # another seed trains its own run directory.
@@ -75,11 +88,11 @@ if [ "${GOLD21:-0}" = 1 ]; then
     # (train.json keeps its sha256, and the header names the merge command).
     [ -f "$LABELS" ] || "$BIN" merge-labels runs/train/labels-gold-dl21.jsonl "$MINILM" --out "$LABELS"
 else
-    minilm_labels "$LABELS" "$DEPTH"
+    minilm_labels "$LABELS" "$DEPTH" "${TRAIN_POOLS[@]:2}"
 fi
 
 echo "== train"
-"$BIN" train --pools "$D/dl21/bm25-top100.json" "$D/dl22/bm25-top100.json" \
+"$BIN" train --pools "${TRAIN_POOLS[@]}" \
     --heldout-pools "$D/dl21/bm25-top100.json" --labels "$LABELS" --depth "$DEPTH" \
     "${SCORER[@]}" --max-chars "$CHARS" "${MODEL[@]}" --mode invariant --objective single-order \
     --steps "$STEPS" --lr "$LR" --lr-warmup "$WARMUP" --supervised-loss "$LOSS" \
