@@ -2,11 +2,10 @@
 # sets BIN (the ocrank binary), D (the msmarco data directory) and, for
 # batched_audit, OUT, PERMS and the arrays SCORER and MODEL.
 
-# The MiniLM teacher's labels for the DL21 + DL22 training pools (top 20),
-# calibrated on the DL21 judgments; kept when the file already exists.
-# minilm_labels FILE [DEPTH [POOLS...]]: MiniLM labels of the DL21+DL22
-# pools (and any further POOLS) to DEPTH (default 20), calibrated on the
-# judged DL21 candidates within that depth.
+# minilm_labels FILE [DEPTH [POOLS...]]: the MiniLM teacher's labels for the
+# DL21 + DL22 training pools (and any further POOLS) to DEPTH (default 20),
+# calibrated on the judged DL21 candidates within that depth; kept when FILE
+# already exists.
 minilm_labels() { labels=$1
     [ -f "$labels" ] || "$BIN" label --teacher embedding \
         --pools "$D/dl21/bm25-top100.json" "$D/dl22/bm25-top100.json" "${@:3}" --depth "${2:-20}" \
