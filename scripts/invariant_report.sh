@@ -27,7 +27,9 @@
 # RAG=1 adds the 301 TREC RAG 2024 topics (datasets/, 20 passages each,
 # no judgments) to the training pools, labelled by the same MiniLM teacher
 # (runs/train/labels-minilm-rag.jsonl; RUN gets -rag): 602 more windows of
-# new queries. Selection stays on held-out DL21 queries.
+# new queries. Selection stays on held-out DL21 queries. Measured: worse
+# than without them (the teacher's grades on those pools are flat; see
+# reports/training/invariant-rag/README.md).
 #   RAG=1 STEPS=480 EVERY=60 BENCH=0 OUT=reports/training/invariant-rag \
 #     scripts/invariant_report.sh                # reports/training/invariant-rag/
 # SEED=1 trains the same run at another training seed (RUN gets -seed1).
