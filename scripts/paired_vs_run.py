@@ -4,12 +4,19 @@
 
     target/release/ocrank eval --run RUN --qrels QRELS -q > run-per-query.txt
     scripts/paired_vs_run.py AUDIT_DIR run-per-query.txt [MEASURE]
+    scripts/paired_vs_run.py SEED0_AUDIT,SEED1_AUDIT run-per-query.txt   # seed-pooled
 
 The second argument may also be another audit's directory: its canonical
 nDCG@10 is the reference (e.g. an invariant audit, whose score does not
 depend on the order). The first may also be a per-query file of
 `ocrank eval -q` (a run against a run, e.g. a teacher's ranking against
 BM25; MEASURE is then ignored).
+
+The first may also be several audit directories separated by commas (e.g.
+the same training run at several seeds): each query's measure is then the
+mean over them (the seed-pooled scorer; the interval treats these seeds as
+fixed, as scripts/seed_pooled.py says), and every one must hold the same
+queries.
 
 MEASURE is a per-query key of the audit's results.json: ndcg_at_10 (the
 canonical order, default), ndcg_at_10_mean or ndcg_at_10_worst (over the
@@ -36,12 +43,27 @@ def per_query_run(path):
     return out
 
 
-if os.path.isdir(audit):
-    a = {q: m[measure] for q, m in json.load(open(f"{audit}/results.json"))["per_query"].items()}
+def per_query_audit(directory, key):
+    """`key` by query from an audit's results.json."""
+    try:
+        per_query = json.load(open(f"{directory}/results.json"))["per_query"]
+        return {q: float(m[key]) for q, m in per_query.items()}
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        sys.exit(f"{directory}/results.json: no per-query {key} ({e!r})")
+
+
+if "," in audit:
+    pooled = [per_query_audit(d, measure) for d in audit.split(",")]
+    for d, p in zip(audit.split(","), pooled):
+        if set(p) != set(pooled[0]):
+            sys.exit(f"{d}: holds other queries than {audit.split(',')[0]}; pooling needs the same queries")
+    a = {q: sum(p[q] for p in pooled) / len(pooled) for q in pooled[0]}
+elif os.path.isdir(audit):
+    a = per_query_audit(audit, measure)
 else:
     a, measure = per_query_run(audit), "ndcg_at_10"
 if os.path.isdir(per_query):
-    b = {q: m["ndcg_at_10"] for q, m in json.load(open(f"{per_query}/results.json"))["per_query"].items()}
+    b = per_query_audit(per_query, "ndcg_at_10")
 else:
     b = per_query_run(per_query)
 qs = sorted(set(a) & set(b))
