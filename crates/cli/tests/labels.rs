@@ -25,6 +25,8 @@ fn merge_gold_with_another_teacher_query_by_query() {
     let tmp = tempfile::tempdir().unwrap();
     let p = |name: &str| tmp.path().join(name).display().to_string();
     let dl21 = data().join("dl21");
+    // Into a directory that does not exist yet: `ocrank label` makes it
+    // (it once computed for minutes and then failed on a missing runs/train).
     ok(&ocrank(&[
         "label",
         "--teacher",
@@ -36,9 +38,9 @@ fn merge_gold_with_another_teacher_query_by_query() {
         "--depth",
         "3",
         "--out",
-        &p("gold.jsonl"),
+        &p("runs/train/gold.jsonl"),
     ]));
-    let gold = ocrank_data::read_labels(Path::new(&p("gold.jsonl"))).unwrap();
+    let gold = ocrank_data::read_labels(Path::new(&p("runs/train/gold.jsonl"))).unwrap();
     // Another teacher: the first gold query (all its candidates graded 1.5 and
     // one extra candidate) plus a query gold does not have.
     let first = gold.by_query.keys().next().unwrap().clone();
@@ -51,7 +53,7 @@ fn merge_gold_with_another_teacher_query_by_query() {
 
     let out = ocrank(&[
         "merge-labels",
-        &p("gold.jsonl"),
+        &p("runs/train/gold.jsonl"),
         &p("other.jsonl"),
         "--out",
         &p("m.jsonl"),
@@ -82,7 +84,7 @@ fn merge_gold_with_another_teacher_query_by_query() {
     .unwrap();
     let out = ocrank(&[
         "merge-labels",
-        &p("gold.jsonl"),
+        &p("runs/train/gold.jsonl"),
         &p("bad.jsonl"),
         "--out",
         &p("x.jsonl"),
@@ -97,7 +99,7 @@ fn merge_gold_with_another_teacher_query_by_query() {
 
     // One file is not a merge.
     assert!(
-        !ocrank(&["merge-labels", &p("gold.jsonl"), "--out", &p("y.jsonl")])
+        !ocrank(&["merge-labels", &p("runs/train/gold.jsonl"), "--out", &p("y.jsonl")])
             .status
             .success()
     );

@@ -35,6 +35,17 @@ pub(crate) fn read_text(path: &Path) -> Result<String> {
     })
 }
 
+/// Creates the directories above `path` that do not exist yet; the error
+/// names the directory that could not be made.
+fn create_parent(path: &Path) -> Result<()> {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() && !dir.is_dir() => {
+            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// A buffered output file, gzipped when its name ends in `.gz`. Call
 /// [`Writer::finish`] to flush it and see any error (dropping it flushes but
 /// loses the error).
@@ -61,8 +72,11 @@ impl Finish for GzEncoder<BufWriter<File>> {
 }
 
 impl Writer {
-    /// Creates (truncates) `path`.
+    /// Creates (truncates) `path`, and its missing parent directories: a
+    /// command that computed for minutes must not lose its result to an
+    /// output directory nobody made yet.
     pub(crate) fn create(path: &Path) -> Result<Self> {
+        create_parent(path)?;
         let file = File::create(path).map_err(|e| Error::io(path, e))?;
         let out: Box<dyn Finish> = if is_gz(path) {
             Box::new(GzEncoder::new(BufWriter::new(file), Compression::default()))
@@ -75,11 +89,13 @@ impl Writer {
         })
     }
 
-    /// Opens `path` for appending, creating it when missing. Plain files only.
+    /// Opens `path` for appending, creating it (and its missing parent
+    /// directories) when missing. Plain files only.
     pub(crate) fn append(path: &Path) -> Result<Self> {
         if is_gz(path) {
             return Err(Error::invalid(path, "cannot append to a gzipped file"));
         }
+        create_parent(path)?;
         let file = OpenOptions::new()
             .create(true)
             .append(true)

@@ -333,6 +333,31 @@ fn scores_round_trip_through_create_and_append() {
 }
 
 #[test]
+fn writers_make_missing_output_directories_and_name_the_one_they_cannot() {
+    let dir = tempfile::tempdir().unwrap();
+    // `ocrank label --out runs/train/x.jsonl` on a fresh checkout once computed
+    // for nine minutes and then failed on the missing runs/train.
+    let nested = dir.path().join("runs/train/scores.jsonl");
+    let mut w = ScoresWriter::create(&nested).unwrap();
+    w.write(&record("q", "a", 0.5)).unwrap();
+    w.finish().unwrap();
+    assert_eq!(read_scores(&nested).unwrap(), [record("q", "a", 0.5)]);
+    let appended = dir.path().join("other/dir/scores.jsonl");
+    let mut w = ScoresWriter::append(&appended).unwrap();
+    w.write(&record("q", "b", 0.25)).unwrap();
+    w.finish().unwrap();
+    assert_eq!(read_scores(&appended).unwrap(), [record("q", "b", 0.25)]);
+    // A parent that is a file cannot become a directory: the error names it.
+    let blocker = dir.path().join("blocker");
+    std::fs::write(&blocker, "not a directory").unwrap();
+    let err = ScoresWriter::create(&blocker.join("sub/scores.jsonl"))
+        .err()
+        .expect("a file in the way is an error")
+        .to_string();
+    assert!(err.contains("blocker"), "{err}");
+}
+
+#[test]
 fn scores_writer_refuses_nan_and_torn_files() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("scores.jsonl");

@@ -14,7 +14,7 @@ use ocrank_engine::{Device, Tensor};
 use ocrank_score::{Mode, Scorer, Template};
 use serde_json::json;
 
-use super::common::{ModelArgs, PoolArgs};
+use super::common::{write_output, ModelArgs, PoolArgs};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -144,8 +144,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     });
     println!("{}", serde_json::to_string_pretty(&report)?);
     if let Some(out) = &args.out {
-        std::fs::write(out, serde_json::to_string_pretty(&report)?)
-            .with_context(|| format!("writing {}", out.display()))?;
+        write_output(out, serde_json::to_string_pretty(&report)?)?;
     }
     Ok(())
 }

@@ -96,6 +96,25 @@ pub fn sha256_files(
 }
 
 /// SHA-256 of a file (hex); a directory (an HF model) is named, not hashed.
+/// Writes a command's output file, first making its missing parent
+/// directories: results computed for minutes are not lost to an `--out`
+/// directory nobody created yet. Errors name the path.
+pub fn write_output(path: &Path, contents: impl AsRef<[u8]>) -> anyhow::Result<()> {
+    create_parent(path)?;
+    std::fs::write(path, contents).with_context(|| format!("writing {}", path.display()))
+}
+
+/// Makes the directories above `path` that do not exist yet.
+pub fn create_parent(path: &Path) -> anyhow::Result<()> {
+    if let Some(dir) = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty() && !d.is_dir())
+    {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    Ok(())
+}
+
 pub fn sha256_file(path: &Path) -> anyhow::Result<String> {
     use sha2::{Digest, Sha256};
     use std::io::Read;

@@ -7,6 +7,8 @@ use anyhow::Context;
 use ocrank_audit::compare;
 use ocrank_metrics::stats::Bootstrap;
 
+use super::common::write_output;
+
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
 Example:
@@ -67,7 +69,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let table = compare::render_markdown(&audits, &rows);
     print!("{table}");
     if let Some(out) = &args.out {
-        std::fs::write(out, &table).with_context(|| format!("writing {}", out.display()))?;
+        write_output(out, &table)?;
     }
     Ok(())
 }

@@ -20,6 +20,8 @@ use anyhow::{bail, Context};
 use ocrank_metrics::report::{evaluate_run, evaluate_scores, EvalConfig, Report, ScoresQuery};
 use ocrank_metrics::stats::Bootstrap;
 
+use super::common::write_output;
+
 /// Default bootstrap resamples for scores files (runs default to none, to
 /// print exactly what trec_eval prints).
 const SCORES_DEFAULT_RESAMPLES: usize = ocrank_metrics::stats::DEFAULT_RESAMPLES;
@@ -318,6 +320,6 @@ fn write_json(
     );
     obj.insert("cutoffs".into(), serde_json::json!(&args.k));
     let text = serde_json::to_string_pretty(&value)?;
-    std::fs::write(out, text + "\n").with_context(|| format!("writing {}", out.display()))?;
+    write_output(out, text + "\n")?;
     Ok(())
 }

@@ -46,6 +46,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let cfg = args.scorer.config();
     let scorer = Scorer::new(&engine, cfg.clone())?;
     let plan = PermutationPlan::new(args.seed, args.permutations);
+    super::common::create_parent(&args.out)?;
     let file = std::fs::File::create(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
     let mut out = std::io::BufWriter::new(file);

@@ -12,7 +12,7 @@ use ocrank_plan::PermutationPlan;
 use ocrank_score::{ScoreConfig, Scorer};
 use serde_json::json;
 
-use super::common::{load_pool_files, progress_bar, ModelArgs};
+use super::common::{load_pool_files, progress_bar, write_output, ModelArgs};
 use super::train::SplitArgs;
 
 #[derive(clap::Args, Debug)]
@@ -208,8 +208,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         "candidates": rows,
         "selected": best,
     });
-    std::fs::write(&args.out, serde_json::to_string_pretty(&doc)?)
-        .with_context(|| format!("writing {}", args.out.display()))?;
+    write_output(&args.out, serde_json::to_string_pretty(&doc)?)?;
     let mut md = format!(
         "# Selection on {} held-out queries (M = {})\n\nCommand: `{command}`\n\n| candidate | held-out nDCG@10 (mean over orders) |\n|---|---|\n",
         pools.len(),
@@ -227,7 +226,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         best["candidate"].as_str().unwrap_or("")
     ));
     let md_path = args.out.with_extension("md");
-    std::fs::write(&md_path, &md).with_context(|| format!("writing {}", md_path.display()))?;
+    write_output(&md_path, &md)?;
     print!("{md}");
     Ok(())
 }

@@ -11,7 +11,7 @@ use ocrank_score::{Mode, Scorer};
 use ocrank_train::{AdamWConfig, Objective, TrainConfig, Trainer};
 use serde_json::json;
 
-use super::common::{load_pool_files, ModelArgs, ScorerArgs};
+use super::common::{load_pool_files, write_output, ModelArgs, ScorerArgs};
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
@@ -198,8 +198,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     println!("\nratios are to the first row; tokens of the first window, prefix included; LoRA rank 16 on all projections, f32 CPU");
     if let Some(out) = &args.out {
         let doc = json!({"command": command, "threads": rayon_threads(), "results": rows});
-        std::fs::write(out, serde_json::to_string_pretty(&doc)?)
-            .with_context(|| format!("writing {}", out.display()))?;
+        write_output(out, serde_json::to_string_pretty(&doc)?)?;
     }
     Ok(())
 }
