@@ -12,9 +12,9 @@ windows in). A small within-window spread means the teacher asks for nearly
 the same grade for every candidate of a window: a constant score fits it.
 
 With --log (an `ocrank train` run's log.jsonl), the ratio of the
-supervised loss to the constant score's loss (the mean over the steps, as
-scripts/train_curve.py, computed as sum over sum) per --bin steps and source,
-by each step's logged qid.
+supervised loss to the constant score's loss (sum over sum) per --bin steps
+and source, by each step's logged qid: `split_ratios` of
+scripts/train_curve.py, which prints the same table with --split-prefix.
 
     scripts/label_source_spread.py LABELS.jsonl --prefix 2024- [--width 10] \\
         [--log RUN/log.jsonl --bin 120] --out FILE.md    (and FILE.json)
@@ -24,6 +24,7 @@ import statistics
 from collections import defaultdict
 
 from report_io import read_jsonl, read_labels, write_report
+from train_curve import split_ratios
 
 
 def main():
@@ -65,26 +66,18 @@ def main():
     payload = {"labels": a.labels, "width": a.width, "sources": rows}
 
     if a.log:
-        bins = defaultdict(lambda: [0, 0.0, 0.0])
-        for n, r in read_jsonl(a.log):
-            if "supervised" not in r:
-                continue
-            try:
-                key = ((int(r["step"]) - 1) // a.bin, source(str(r["qid"])))
-                b = bins[key]
-                b[0] += 1
-                b[1] += float(r["supervised"])
-                b[2] += float(r["constant"])
-            except (KeyError, TypeError, ValueError) as e:
-                raise SystemExit(f"{a.log}:{n}: a step needs step, qid, supervised and constant ({e})")
+        log = [r for _, r in read_jsonl(a.log) if "supervised" in r]
+        if any("constant" not in r for r in log):
+            raise SystemExit(f"{a.log}: a step without the logged `constant` (an older log: "
+                             "use scripts/train_curve.py RUN --split-prefix, which rebuilds it)")
         text += ["", f"Training log `{a.log}`: supervised loss over the constant score's, by source.\n",
                  "| steps | source | steps of it | ratio |", "|---|---|---|---|"]
         payload["log"] = a.log
         payload["bins"] = []
-        for (k, name), (count, sup, const) in sorted(bins.items()):
-            ratio = sup / const if const > 0 else float("nan")
-            text.append(f"| {k * a.bin + 1}-{(k + 1) * a.bin} | {name} | {count} | {ratio:.3f} |")
-            payload["bins"].append({"first_step": k * a.bin + 1, "source": name,
+        for first, last, name, count, ratio in split_ratios(
+                log, [r["constant"] for r in log], a.bin, source):
+            text.append(f"| {first}-{last} | {name} | {count} | {ratio:.3f} |")
+            payload["bins"].append({"first_step": first, "source": name,
                                     "steps": count, "ratio": ratio})
     write_report(a.out, "scripts/label_source_spread.py", "\n".join(text) + "\n", payload)
     print("\n".join(text))

@@ -7,6 +7,11 @@ something beyond the label mean; at 1 it predicts the mean (the collapse of
 the CPU pilot). The header gives the logged step time (sum and median).
 
     scripts/train_curve.py RUN_DIR [--bin 25] [--pools FILE... --labels FILE]
+        [--split-prefix PREFIX]
+
+--split-prefix adds the ratio per bin and query source: the steps whose
+logged query id starts with PREFIX (e.g. `2024-`, the TREC RAG 2024 topics)
+and the others.
 
 Logs written since the `constant` field exists carry it. For older logs the
 constant is rebuilt from the run's train.json (pools, labels, depth, width,
@@ -92,13 +97,37 @@ def rebuild_constants(run, log, pools=None, labels=None):
     return sq, ce
 
 
+def split_ratios(log, const, bin_steps, source):
+    """Supervised loss over the constant score's, summed per (bin, source):
+    bins of `bin_steps` logged step numbers, source(qid) of each step. Returns
+    (first step, last step, source, steps, ratio) rows in bin then source
+    order. Shared with scripts/label_source_spread.py."""
+    bins = {}
+    for l, c in zip(log, const):
+        try:
+            key = ((int(l["step"]) - 1) // bin_steps, source(str(l["qid"])))
+            b = bins.setdefault(key, [0, 0.0, 0.0])
+            b[0] += 1
+            b[1] += float(l["supervised"])
+            b[2] += float(c)
+        except (KeyError, TypeError, ValueError) as e:
+            sys.exit(f"step {l.get('step')}: a step needs step, qid and supervised ({e})")
+    return [(k * bin_steps + 1, (k + 1) * bin_steps, name, n,
+             sup / con if con > 0 else float("nan"))
+            for (k, name), (n, sup, con) in sorted(bins.items())]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("run", type=Path)
     ap.add_argument("--bin", type=int, default=25)
     ap.add_argument("--pools", nargs="+", help="the run's --pools, for a run stopped before its end")
     ap.add_argument("--labels", help="the run's --labels, for a run stopped before its end")
+    ap.add_argument("--split-prefix", metavar="PREFIX",
+                    help="also the ratio per bin for query ids starting with PREFIX and the others")
     a = ap.parse_args()
+    if a.bin < 1:
+        ap.error("--bin must be positive")
     log = [json.loads(l) for l in (a.run / "log.jsonl").read_text().splitlines() if l.strip()]
     if not log:
         sys.exit(f"{a.run}/log.jsonl is empty")
@@ -140,6 +169,13 @@ def main():
             row += (f" {sum(log[j]['consistency'] for j in chunk) / len(chunk):.4f} |"
                     f" {sum(log[j]['lambda'] for j in chunk) / len(chunk):.2f} |")
         print(row)
+    if a.split_prefix is not None:
+        p = a.split_prefix
+        print(f"\nBy query source (`{p}*` or other): supervised loss over the constant score's.\n")
+        print("| steps | source | steps of it | ratio |\n|---|---|---|---|")
+        for first, last, name, n, ratio in split_ratios(
+                log, const, a.bin, lambda q: f"{p}*" if q.startswith(p) else "other"):
+            print(f"| {first}-{last} | {name} | {n} | {ratio:.3f} |")
 
 
 if __name__ == "__main__":
