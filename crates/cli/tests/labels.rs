@@ -98,9 +98,12 @@ fn merge_gold_with_another_teacher_query_by_query() {
     );
 
     // One file is not a merge.
-    assert!(
-        !ocrank(&["merge-labels", &p("runs/train/gold.jsonl"), "--out", &p("y.jsonl")])
-            .status
-            .success()
-    );
+    assert!(!ocrank(&[
+        "merge-labels",
+        &p("runs/train/gold.jsonl"),
+        "--out",
+        &p("y.jsonl")
+    ])
+    .status
+    .success());
 }

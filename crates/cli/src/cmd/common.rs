@@ -95,7 +95,6 @@ pub fn sha256_files(
         .collect()
 }
 
-/// SHA-256 of a file (hex); a directory (an HF model) is named, not hashed.
 /// Writes a command's output file, first making its missing parent
 /// directories: results computed for minutes are not lost to an `--out`
 /// directory nobody created yet. Errors name the path.
@@ -115,6 +114,7 @@ pub fn create_parent(path: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// SHA-256 of a file (hex); a directory (an HF model) is named, not hashed.
 pub fn sha256_file(path: &Path) -> anyhow::Result<String> {
     use sha2::{Digest, Sha256};
     use std::io::Read;
