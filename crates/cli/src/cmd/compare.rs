@@ -3,7 +3,6 @@
 
 use std::path::PathBuf;
 
-use anyhow::Context;
 use ocrank_audit::compare;
 use ocrank_metrics::stats::Bootstrap;
 
