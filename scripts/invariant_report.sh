@@ -33,7 +33,8 @@
 #   RAG=1 STEPS=480 EVERY=60 BENCH=0 OUT=reports/training/invariant-rag \
 #     scripts/invariant_report.sh                # reports/training/invariant-rag/
 # SEED=1 trains the same run at another training seed (RUN gets -seed1;
-# measured for DEPTH=40: reports/training/invariant-d40-seed1/).
+# measured for DEPTH=40: reports/training/invariant-d40-seed1/ and, with
+# SEED=2, reports/training/invariant-d40-seed2/).
 # SELECT=1 also picks a checkpoint on the held-out DL21 queries (`ocrank
 # select`) and audits it; BATCHED=1 also audits the student as a batched scorer.
 # PROBE=1 also runs the linear probe of the frozen readout states
