@@ -22,6 +22,7 @@ SCRIPTS = os.path.join(ROOT, "scripts")
 sys.path.insert(0, SCRIPTS)
 
 import soup_adapters  # noqa: E402
+from report_io import audit_windows  # noqa: E402
 
 MODULES = ["base_model.model.model.layers.0.self_attn.q_proj",
            "base_model.model.model.layers.0.mlp.down_proj",
@@ -53,10 +54,6 @@ def write_adapter(directory, rng, rank=2, alpha=4.0, **config):
     return tensors
 
 
-def dense(tensors, module, scale):
-    return soup_adapters.update(tensors, module, scale)
-
-
 class SoupTest(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
@@ -79,8 +76,8 @@ class SoupTest(unittest.TestCase):
         self.assertEqual((cfg["r"], cfg["lora_alpha"]), (6, 12.0))  # same scale 2
         souped = soup_adapters.read_safetensors(self.path("soup/adapter_model.safetensors"))
         for m in MODULES:
-            want = [dense(t, m, 2.0) for t in members]
-            got = dense(souped, m, 2.0)
+            want = [soup_adapters.update(t, m, 2.0) for t in members]
+            got = soup_adapters.update(souped, m, 2.0)
             for i, row in enumerate(got):
                 for j, x in enumerate(row):
                     mean = sum(w[i][j] for w in want) / 3
@@ -92,8 +89,8 @@ class SoupTest(unittest.TestCase):
             naive[name] = (shape, [sum(t[name][1][k] for t in members) / 3
                                    for k in range(len(members[0][name][1]))])
         m = MODULES[0]
-        naive_update = dense(naive, m, 2.0)
-        self.assertGreater(max(abs(a - b) for ra, rb in zip(naive_update, dense(souped, m, 2.0))
+        naive_update = soup_adapters.update(naive, m, 2.0)
+        self.assertGreater(max(abs(a - b) for ra, rb in zip(naive_update, soup_adapters.update(souped, m, 2.0))
                                for a, b in zip(ra, rb)), 1e-3)
 
     def test_soup_of_one_adapter_with_itself_is_that_adapter(self):
@@ -103,7 +100,7 @@ class SoupTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         souped = soup_adapters.read_safetensors(self.path("soup/adapter_model.safetensors"))
         for m in MODULES:
-            for ra, rb in zip(dense(member, m, 2.0), dense(souped, m, 2.0)):
+            for ra, rb in zip(soup_adapters.update(member, m, 2.0), soup_adapters.update(souped, m, 2.0)):
                 for a, b in zip(ra, rb):
                     self.assertAlmostEqual(a, b, places=6)
 
@@ -167,11 +164,8 @@ class EnsembleTest(unittest.TestCase):
         audit = os.path.join(AUDITS, "invariant-d40", "student-invariant")
         r = run("ensemble_scores.py", audit, audit, "--out", self.out)
         self.assertEqual(r.returncode, 0, r.stderr)
-        want = {}
-        with open(os.path.join(audit, "windows.jsonl")) as f:
-            for line in f:
-                for rec in json.loads(line)["records"]:
-                    want[(rec["qid"], rec["permutation"], rec["candidate"])] = rec["score"]
+        want = {(rec["qid"], rec["permutation"], rec["candidate"]): rec["score"]
+                for w in audit_windows(audit) for rec in w["records"]}
         got = {}
         with open(self.out) as f:
             for line in f:
