@@ -35,6 +35,10 @@
 # SEED=1 trains the same run at another training seed (RUN gets -seed1;
 # measured for DEPTH=40: reports/training/invariant-d40-seed1/ and, with
 # SEED=2, reports/training/invariant-d40-seed2/).
+# CYCLE2=1 continues the finished run for a second cycle of STEPS steps
+# (measured for DEPTH=40 SEED=2: reports/training/invariant-d40-seed2-cycle2/):
+#   CYCLE2=1 SEED=1 DEPTH=40 STEPS=480 EVERY=60 BENCH=0 SELECT=1 \
+#     OUT=reports/training/invariant-d40-seed1-cycle2 scripts/invariant_report.sh
 # SELECT=1 also picks a checkpoint on the held-out DL21 queries (`ocrank
 # select`) and audits it; BATCHED=1 also audits the student as a batched scorer.
 # PROBE=1 also runs the linear probe of the frozen readout states
@@ -95,12 +99,25 @@ else
     minilm_labels "$LABELS" "$DEPTH" "${TRAIN_POOLS[@]:2}"
 fi
 
-echo "== train"
-"$BIN" train --pools "${TRAIN_POOLS[@]}" \
+# train SEED ARGS...: one cosine cycle of $STEPS steps (resumes; a finished
+# run returns at once).
+train() { seed=$1; shift
+    "$BIN" train --pools "${TRAIN_POOLS[@]}" \
     --heldout-pools "$D/dl21/bm25-top100.json" --labels "$LABELS" --depth "$DEPTH" \
     "${SCORER[@]}" --max-chars "$CHARS" "${MODEL[@]}" --mode invariant --objective single-order \
     --steps "$STEPS" --lr "$LR" --lr-warmup "$WARMUP" --supervised-loss "$LOSS" \
-    --checkpoint-every "$EVERY" --seed "$SEED" --out "$RUN"
+    --checkpoint-every "$EVERY" --seed "$seed" "$@"; }
+echo "== train"
+train "$SEED" --out "$RUN"
+# CYCLE2=1: a second cosine cycle of $STEPS steps from the first cycle's
+# final adapter (a warm restart: fresh AdamW moments, the same schedule, a
+# fresh data order from seed SEED + 20), into $RUN-cycle2; everything below
+# (audits, selection, curve) is then of the second cycle.
+if [ "${CYCLE2:-0}" = 1 ]; then
+    echo "== train (second cycle)"
+    train $(( SEED + 20 )) --init-adapter "$RUN/adapter" --out "$RUN-cycle2"
+    RUN="$RUN-cycle2"
+fi
 
 # audit NAME ARGS: a DL19 audit with candidates cut at $AT characters (default
 # the training cut). Always run: it resumes, and refuses an $OUT/NAME made
