@@ -38,7 +38,16 @@
 # CYCLE2=1 continues the finished run for a second cycle of STEPS steps
 # (measured for DEPTH=40 SEED=2: reports/training/invariant-d40-seed2-cycle2/):
 #   CYCLE2=1 SEED=1 DEPTH=40 STEPS=480 EVERY=60 BENCH=0 SELECT=1 \
+#     BASE_AUDIT=reports/training/invariant-d40/off-the-shelf-invariant \
 #     OUT=reports/training/invariant-d40-seed1-cycle2 scripts/invariant_report.sh
+# (reports/training/invariant-d40-seed1-cycle2/: the replicate, seed 1).
+# BASE_AUDIT=DIR: the off-the-shelf DL19 audit lives in DIR instead of
+# $OUT/off-the-shelf-invariant, so a report need not commit a copy of it. It is
+# audited (resumed) there like any other: an existing base audit with the same
+# settings returns at once, one with other settings is refused by `ocrank
+# audit`. E.g. BASE_AUDIT=reports/training/invariant-d40/off-the-shelf-invariant
+# for every DEPTH=40 report after invariant-d40 (the base model does not depend
+# on the training depth, seed or cycle).
 # SELECT=1 also picks a checkpoint on the held-out DL21 queries (`ocrank
 # select`) and audits it; BATCHED=1 also audits the student as a batched scorer.
 # PROBE=1 also runs the linear probe of the frozen readout states
@@ -119,19 +128,22 @@ if [ "${CYCLE2:-0}" = 1 ]; then
     RUN="$RUN-cycle2"
 fi
 
-# audit NAME ARGS: a DL19 audit with candidates cut at $AT characters (default
-# the training cut). Always run: it resumes, and refuses an $OUT/NAME made
-# with other settings (see batched_audit in report-lib.sh).
+# audit NAME ARGS: a DL19 audit into $OUT/NAME (or $AUDIT_OUT) with candidates
+# cut at $AT characters (default the training cut). Always run: it resumes, and
+# refuses a directory made with other settings (see batched_audit in
+# report-lib.sh).
 audit() { name=$1; shift
     echo "== audit $name"; "$BIN" audit \
     --pools "$D/dl19/bm25-top100.json" --qrels "$D/dl19/qrels.txt" \
-    --depth 20 "${SCORER[@]}" --max-chars "${AT:-$CHARS}" "${MODEL[@]}" "$@" --out "$OUT/$name"; }
+    --depth 20 "${SCORER[@]}" --max-chars "${AT:-$CHARS}" "${MODEL[@]}" "$@" \
+    --out "${AUDIT_OUT:-$OUT/$name}"; }
 audit_at() { AT=$1 audit "${@:2}"; }
 # One order each: an invariant score does not depend on the order (tested in
 # crates/score/tests/modes.rs), so more orders would score the same again.
-audit off-the-shelf-invariant --mode invariant --permutations 1
+base=${BASE_AUDIT:-$OUT/off-the-shelf-invariant}
+AUDIT_OUT=$base audit off-the-shelf-invariant --mode invariant --permutations 1
 audit student-invariant --mode invariant --permutations 1 --adapter "$RUN/adapter"
-dirs=("$OUT/off-the-shelf-invariant" "$OUT/student-invariant")
+dirs=("$base" "$OUT/student-invariant")
 for c in ${EVAL_CHARS:-}; do
     audit_at "$c" "off-the-shelf-invariant-c$c" --mode invariant --permutations 1
     audit_at "$c" "student-invariant-c$c" --mode invariant --permutations 1 --adapter "$RUN/adapter"
