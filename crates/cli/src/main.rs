@@ -43,6 +43,9 @@ enum Command {
     /// Check and time the engine on a device (GPU parity with the CPU,
     /// scoring and training) with random weights in real shapes.
     DeviceCheck(cmd::device_check::Args),
+    /// Average LoRA adapters into one (a weight soup: the mean of their
+    /// updates, scored in one forward).
+    Soup(cmd::soup::Args),
     /// Write a model's tokenizer and chat template as a small directory.
     ExportTokenizer(cmd::export_tokenizer::Args),
 }
@@ -73,5 +76,6 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::TrainBench(args) => cmd::train_bench::run(args),
         Command::DeviceCheck(args) => cmd::device_check::run(args),
         Command::ExportTokenizer(args) => cmd::export_tokenizer::run(args),
+        Command::Soup(args) => cmd::soup::run(args),
     }
 }

@@ -1,6 +1,6 @@
-//! The Python scripts that combine trained scorers into reported numbers
-//! (`scripts/soup_adapters.py`, `scripts/ensemble_scores.py`) have their own
-//! unit tests under `scripts/tests/`; this runs them with the workspace's
+//! The Python script that combines trained scorers' readouts into reported
+//! numbers (`scripts/ensemble_scores.py`) has its own unit tests under
+//! `scripts/tests/`; this runs them with the workspace's
 //! tests, so CI covers them. Needs `python3` (standard library only), which
 //! `scripts/setup.sh` needs as well.
 

@@ -20,6 +20,7 @@ pub mod lora;
 pub mod model;
 pub mod pack;
 pub mod safetensors;
+pub mod soup;
 pub mod tokenizer;
 
 use std::path::{Path, PathBuf};

@@ -10,5 +10,6 @@ pub mod merge_labels;
 pub mod prompts;
 pub mod score;
 pub mod select;
+pub mod soup;
 pub mod train;
 pub mod train_bench;
