@@ -57,6 +57,17 @@ pub fn soup_adapters(members: &[PathBuf], out: &Path, command: &str) -> Result<S
             members.len()
         )));
     }
+    // Writing over a member would destroy a trained adapter.
+    if let Ok(out_abs) = out.canonicalize() {
+        for m in members {
+            if m.canonicalize().is_ok_and(|m| m == out_abs) {
+                return Err(Error::Input(format!(
+                    "--out {} is one of the members; write the soup elsewhere",
+                    out.display()
+                )));
+            }
+        }
+    }
     let first = &members[0];
     let cfg = read_adapter_config(first)?;
     let raw = raw_config(first)?;

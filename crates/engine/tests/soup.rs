@@ -290,5 +290,16 @@ fn members_that_cannot_be_souped_are_named() {
         "{e}"
     );
 
+    // The output may not be a member.
+    let before = std::fs::read(p("b").join("adapter_model.safetensors")).unwrap();
+    let e = soup_adapters(&[p("a"), p("b")], &p("b"), "")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("is one of the members"), "{e}");
+    assert_eq!(
+        std::fs::read(p("b").join("adapter_model.safetensors")).unwrap(),
+        before
+    );
+
     assert!(!p("out").exists(), "a refused soup writes nothing");
 }
