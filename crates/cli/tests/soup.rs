@@ -35,6 +35,26 @@ fn soup_writes_an_adapter_that_loads_and_names_bad_members() {
             .unwrap();
     assert_eq!(record["members"], serde_json::json!([p("a"), p("b")]));
     assert!(record["command"].as_str().unwrap().contains(" soup "));
+    // The fingerprints are those an audit records for `--adapter DIR`:
+    // sha256(weights) + "+" + sha256(config), for the members and the soup.
+    let fp = |d: &str| {
+        use sha2::{Digest, Sha256};
+        let h = |f: &str| {
+            let bytes = std::fs::read(dir.path().join(d).join(f)).unwrap();
+            format!("{:x}", Sha256::digest(&bytes))
+        };
+        format!(
+            "{}+{}",
+            h("adapter_model.safetensors"),
+            h("adapter_config.json")
+        )
+    };
+    assert_eq!(
+        record["members_adapter_sha256"],
+        serde_json::json!([fp("a"), fp("b")])
+    );
+    assert_eq!(record["adapter_sha256"], serde_json::json!(fp("soup")));
+    assert_ne!(fp("a"), fp("b"));
     let mut m = tiny();
     assert_eq!(m.load_lora(&dir.path().join("soup")).unwrap().rank, 32);
 

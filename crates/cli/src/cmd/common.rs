@@ -74,15 +74,20 @@ impl ModelArgs {
             settings["dtype"] = dtype.as_str().into();
         }
         if let Some(dir) = &self.adapter {
-            settings["adapter_sha256"] = format!(
-                "{}+{}",
-                sha256_file(&dir.join("adapter_model.safetensors"))?,
-                sha256_file(&dir.join("adapter_config.json"))?
-            )
-            .into();
+            settings["adapter_sha256"] = adapter_fingerprint(dir)?.into();
         }
         Ok(())
     }
+}
+
+/// An adapter's identity as audits record it (`settings.adapter_sha256`):
+/// the SHA-256 of its weights, `+`, that of its config.
+pub fn adapter_fingerprint(dir: &Path) -> anyhow::Result<String> {
+    Ok(format!(
+        "{}+{}",
+        sha256_file(&dir.join("adapter_model.safetensors"))?,
+        sha256_file(&dir.join("adapter_config.json"))?
+    ))
 }
 
 /// SHA-256 of each file, keyed by its path as given.

@@ -7,6 +7,8 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 
+use super::common::adapter_fingerprint;
+
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// PEFT adapter directories (at least two) of the same base model,
@@ -23,6 +25,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let command = std::env::args().collect::<Vec<_>>().join(" ");
     let soup = ocrank_engine::soup::soup_adapters(&args.adapters, &args.out, &command)
         .with_context(|| format!("making the soup {}", args.out.display()))?;
+    record_fingerprints(&args)?;
     eprintln!(
         "soup of {} adapters (rank {} -> {}, lora_alpha -> {}, {} modules; update checked \
          against the members' mean: max relative error {:.1e}) -> {}",
@@ -34,5 +37,29 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         soup.max_relative_error,
         args.out.display()
     );
+    Ok(())
+}
+
+/// Adds to the soup's record the fingerprints an audit records for an
+/// adapter (`settings.adapter_sha256`): each member's, so the soup points
+/// at the exact trained adapters, and the soup's own, so an audit made
+/// with `--adapter` the soup can be matched to this record.
+fn record_fingerprints(args: &Args) -> anyhow::Result<()> {
+    let path = args.out.join(ocrank_engine::soup::SOUP_RECORD);
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let mut record: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+    record["members_adapter_sha256"] = args
+        .adapters
+        .iter()
+        .map(|d| adapter_fingerprint(d))
+        .collect::<anyhow::Result<Vec<_>>>()?
+        .into();
+    record["adapter_sha256"] = adapter_fingerprint(&args.out)?.into();
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, serde_json::to_string_pretty(&record)? + "\n")
+        .with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))?;
     Ok(())
 }
