@@ -1,5 +1,6 @@
-//! The Python script that combines trained scorers' readouts into reported
-//! numbers (`scripts/ensemble_scores.py`) has its own unit tests under
+//! The Python scripts that make reported numbers (`scripts/ensemble_scores.py`,
+//! which combines trained scorers' readouts, and `scripts/hotpotqa_bm25.py`,
+//! HotpotQA's BM25 pools, qrels and run) have unit tests under
 //! `scripts/tests/`; this runs them with the workspace's
 //! tests, so CI covers them. Needs `python3` (standard library only), which
 //! `scripts/setup.sh` needs as well.
