@@ -46,6 +46,10 @@ enum Command {
     /// Average LoRA adapters into one (a weight soup: the mean of their
     /// updates, scored in one forward).
     Soup(cmd::soup::Args),
+    /// Serve a scorer over HTTP: POST a query and its candidates, get each
+    /// candidate's grade distribution and score, the ranking and the
+    /// retained set.
+    Serve(cmd::serve::Args),
     /// Write a model's tokenizer and chat template as a small directory.
     ExportTokenizer(cmd::export_tokenizer::Args),
 }
@@ -77,5 +81,6 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::DeviceCheck(args) => cmd::device_check::run(args),
         Command::ExportTokenizer(args) => cmd::export_tokenizer::run(args),
         Command::Soup(args) => cmd::soup::run(args),
+        Command::Serve(args) => cmd::serve::run(args),
     }
 }

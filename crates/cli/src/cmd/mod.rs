@@ -10,6 +10,7 @@ pub mod merge_labels;
 pub mod prompts;
 pub mod score;
 pub mod select;
+pub mod serve;
 pub mod soup;
 pub mod train;
 pub mod train_bench;
