@@ -212,4 +212,18 @@ fn serve_scores_like_the_audit_and_names_bad_requests() {
         assert!(error.contains(message), "{body}: {error}");
     }
     assert_eq!(request(&server, "GET", "/health", None).0, 200);
+
+    // SIGTERM stops it cleanly (exit status 0).
+    #[cfg(unix)]
+    {
+        let mut server = server;
+        let pid = server.child.id().to_string();
+        assert!(Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success());
+        let status = server.child.wait().unwrap();
+        assert!(status.success(), "{status}");
+    }
 }

@@ -239,6 +239,30 @@ async fn health() -> Json<serde_json::Value> {
     Json(json!({ "status": "ok" }))
 }
 
+/// Ctrl-C or SIGTERM (what a service manager or container runtime sends):
+/// stop accepting, finish the requests in flight, exit.
+async fn shutdown_signal() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = interrupt => {},
+        _ = terminate => {},
+    }
+    eprintln!("shutting down");
+}
+
 pub fn run(args: Args) -> anyhow::Result<()> {
     anyhow::ensure!(
         args.max_candidates >= 1,
@@ -278,10 +302,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let addr = listener.local_addr()?;
         eprintln!("listening on http://{addr}");
         axum::serve(listener, app)
-            .with_graceful_shutdown(async {
-                let _ = tokio::signal::ctrl_c().await;
-                eprintln!("shutting down");
-            })
+            .with_graceful_shutdown(shutdown_signal())
             .await
             .context("serving")
     })
