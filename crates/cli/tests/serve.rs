@@ -1,8 +1,8 @@
 //! `ocrank serve` end to end: the real binary with the shipped trained
 //! scorer, spoken to over plain HTTP/1.1. A DL19 pool POSTed to it gets the
 //! grade distributions the committed audit of that scorer recorded, the
-//! ranking and retained set follow from the scores, and bad requests get a
-//! 400 naming the field.
+//! ranking and retained set follow from the scores, bad requests get a 400
+//! naming the field, and a pool that cannot be scored a 422.
 
 mod common;
 
@@ -30,7 +30,7 @@ impl Drop for Server {
     }
 }
 
-fn start() -> Server {
+fn start(max_chars: &str) -> Server {
     let mut child = Command::new(env!("CARGO_BIN_EXE_ocrank"))
         .current_dir(root())
         .args([
@@ -42,7 +42,7 @@ fn start() -> Server {
             "--template",
             "compact",
             "--max-chars",
-            "300",
+            max_chars,
             "--width",
             "10",
             "--max-candidates",
@@ -97,7 +97,7 @@ fn request(
 
 #[test]
 fn serve_scores_like_the_audit_and_names_bad_requests() {
-    let server = start();
+    let server = start("300");
     assert_eq!(request(&server, "GET", "/health", None).0, 200);
 
     let (status, info) = request(&server, "GET", "/v1/info", None);
@@ -226,4 +226,23 @@ fn serve_scores_like_the_audit_and_names_bad_requests() {
         let status = server.child.wait().unwrap();
         assert!(status.success(), "{status}");
     }
+}
+
+#[test]
+fn serve_answers_422_for_a_pool_over_the_context() {
+    // Without a cut, a 9,000-word query makes a prompt prefix longer than
+    // SmolLM2's 8,192-token context: valid JSON that cannot be scored.
+    let server = start("100000");
+    let body = serde_json::json!({
+        "query": "lobster ".repeat(9000),
+        "candidates": [{"id": "a", "text": "t"}],
+    });
+    let (status, got) = request(&server, "POST", "/v1/score", Some(&body.to_string()));
+    assert_eq!(status, 422, "{got}");
+    let error = got["error"].as_str().unwrap();
+    assert!(
+        error.contains("over the model's context of 8192"),
+        "{error}"
+    );
+    assert_eq!(request(&server, "GET", "/health", None).0, 200);
 }
