@@ -123,6 +123,9 @@ fn serve_scores_like_the_audit_and_names_bad_requests() {
     let (status, got) = request(&server, "POST", "/v1/score", Some(&body.to_string()));
     assert_eq!(status, 200, "{got}");
     assert_eq!(got["cost"]["windows"], 2);
+    assert_eq!(got["cost"]["forwards"], 2);
+    assert!(got["cost"]["seconds"].as_f64().unwrap() > 0.0);
+    assert!(got["cost"]["queued_seconds"].as_f64().unwrap() >= 0.0);
 
     // Each candidate's distribution equals the committed audit's.
     let mut committed = std::collections::HashMap::new();

@@ -7,7 +7,9 @@
 //!   -> each candidate's `probs`, `mass`, `score`, `window` and `slot` (in
 //!   request order), the `ranking` (score descending, ties by candidate id
 //!   as trec_eval breaks them), the `retained` set when a threshold is given
-//!   (`score >= threshold`, SPEC.md section 3), and the cost.
+//!   (`score >= threshold`, SPEC.md section 3), and the cost (windows,
+//!   forwards, tokens, seconds of scoring and seconds queued behind other
+//!   requests).
 //! - `GET /v1/info`: the model, adapter and scorer settings with their
 //!   fingerprints (as audits record them).
 //! - `GET /health`.
@@ -164,6 +166,8 @@ impl Service {
         let unscorable =
             |e: ocrank_score::Error| Failure(StatusCode::UNPROCESSABLE_ENTITY, format!("{e}"));
         let _gate = self.gate.lock().unwrap_or_else(|p| p.into_inner());
+        let queued = started.elapsed().as_secs_f64();
+        let started = Instant::now();
         let ctx = self.scorer.prepare(&pool.query).map_err(unscorable)?;
         let order: Vec<usize> = (0..pool.candidates.len()).collect();
         let mut by_candidate: Vec<Option<CandidateScore>> =
@@ -197,7 +201,8 @@ impl Service {
             "scores": scores,
             "ranking": ranking,
             "cost": { "windows": self.scorer.windows(&order).len(), "forwards": forwards,
-                      "tokens": tokens, "seconds": started.elapsed().as_secs_f64() },
+                      "tokens": tokens, "seconds": started.elapsed().as_secs_f64(),
+                      "queued_seconds": queued },
         });
         if let Some(t) = req.threshold {
             let retained: Vec<&str> = ranking
