@@ -230,3 +230,63 @@ fn external_scores_give_the_same_audit_and_compare_reads_audits() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && err.contains("scored twice"), "{err}");
 }
+
+/// Without --qrels, the grades a pool carries are the judgments: HotpotQA's
+/// supporting paragraphs give the same per-query nDCG@10 as the qrels that
+/// `scripts/hotpotqa_bm25.py` wrote for the committed HotpotQA report
+/// (whose pools are the same paragraphs in BM25 order, scored invariantly,
+/// so the order does not change a score).
+#[test]
+fn pool_grades_are_the_judgments_without_qrels() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("hotpot");
+    let run = Command::new(env!("CARGO_BIN_EXE_ocrank"))
+        .current_dir(root())
+        .args([
+            "audit",
+            "--pools",
+            "../shared/data/hotpotqa/dev-distractor-100.jsonl",
+            "--queries",
+            "2",
+            "--depth",
+            "10",
+            "--width",
+            "10",
+            "--template",
+            "compact",
+            "--max-chars",
+            "300",
+            "--mode",
+            "invariant",
+            "--permutations",
+            "1",
+            "--bootstrap",
+            "100",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    succeeded(&run);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        stderr.contains("judgments: the grades the pools carry (2 queries, 20 graded candidates)"),
+        "{stderr}"
+    );
+    let ours = results(&out);
+    assert_eq!(ours["qrels"], "pool grades");
+    let committed: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            root().join("reports/training/hotpotqa-transfer/off-the-shelf-invariant/results.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let per_query = ours["per_query"].as_object().unwrap();
+    assert_eq!(per_query.len(), 2);
+    for (qid, m) in per_query {
+        let got = m["ndcg_at_10"].as_f64().unwrap();
+        let want = committed["per_query"][qid]["ndcg_at_10"].as_f64().unwrap();
+        assert!((got - want).abs() < 1e-9, "{qid}: {got} against {want}");
+    }
+}

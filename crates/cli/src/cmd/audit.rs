@@ -32,7 +32,10 @@ pub struct Args {
     pub pools: PoolArgs,
     #[command(flatten)]
     pub scorer: ScorerArgs,
-    /// TREC qrels: enables nDCG, the F1-tuned threshold and retained-set overlap.
+    /// TREC qrels: enables nDCG, the F1-tuned threshold and retained-set
+    /// overlap. Without it, grades the pools carry (HotpotQA's supporting
+    /// paragraphs, LLMBar's gold response, `grade` in a JSONL pool) are the
+    /// judgments.
     #[arg(long, value_name = "FILE")]
     pub qrels: Option<PathBuf>,
     /// Permutations per pool (M); permutation 0 is the canonical order.
@@ -70,13 +73,48 @@ fn import_scores(store: &mut Store, source: super::common::ScoreSource) -> anyho
     Ok(())
 }
 
+/// The grades the audited queries' pools carry, read from the whole pools
+/// (`full`, before `--depth`, so that nDCG's ideal ranking sees every judged
+/// candidate, as with a qrels file): query id -> candidate id -> grade.
+/// Ungraded candidates stay unjudged (non-relevant, as in trec_eval); a
+/// query with no graded candidate has no judgments.
+fn pool_judgments(
+    full: &[ocrank_data::Pool],
+    audited: &[ocrank_data::Pool],
+) -> BTreeMap<String, BTreeMap<String, i32>> {
+    let wanted: std::collections::HashSet<&str> = audited.iter().map(|p| p.qid.as_str()).collect();
+    full.iter()
+        .filter(|p| wanted.contains(p.qid.as_str()))
+        .filter_map(|p| {
+            let graded: BTreeMap<String, i32> = p
+                .candidates
+                .iter()
+                .filter_map(|c| c.grade.map(|g| (c.id.clone(), g)))
+                .collect();
+            (!graded.is_empty()).then(|| (p.qid.clone(), graded))
+        })
+        .collect()
+}
+
 pub fn run(args: Args) -> anyhow::Result<()> {
     anyhow::ensure!(args.permutations >= 1, "--permutations must be at least 1");
     let command = std::env::args().collect::<Vec<_>>().join(" ");
     let pools = args.pools.load()?;
-    let qrels = match &args.qrels {
-        Some(p) => ocrank_data::read_qrels(p)?.by_query,
-        None => BTreeMap::new(),
+    let (qrels, judged_by) = match &args.qrels {
+        Some(p) => (ocrank_data::read_qrels(p)?.by_query, json!(p)),
+        None => {
+            let j = pool_judgments(&ocrank_data::read_pools(&args.pools.pools)?, &pools);
+            if j.is_empty() {
+                (j, serde_json::Value::Null)
+            } else {
+                eprintln!(
+                    "judgments: the grades the pools carry ({} queries, {} graded candidates); --qrels would replace them",
+                    j.len(),
+                    j.values().map(|g| g.len()).sum::<usize>()
+                );
+                (j, json!("pool grades"))
+            }
+        }
     };
     let total_perms = args.permutations.max(args.bsc.map_or(0, |k| 2 * k));
     let cfg = args.scorer.config();
@@ -205,7 +243,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         "model": args.model.model,
         "adapter": args.model.adapter,
         "pools": args.pools.pools,
-        "qrels": args.qrels,
+        "qrels": judged_by,
         "queries": pools.len(),
         "settings": settings,
         "spec": spec,
