@@ -290,3 +290,58 @@ fn pool_grades_are_the_judgments_without_qrels() {
         assert!((got - want).abs() < 1e-9, "{qid}: {got} against {want}");
     }
 }
+
+/// LLMBar pairs audited without --qrels: the gold response the pools carry
+/// gives the response-ranking decisions (pair flip, gold crossing, label
+/// accuracy from one order and from the average) next to tau-PSI.
+#[test]
+fn llmbar_pairs_get_pair_flip_from_their_gold_response() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("llmbar");
+    let run = Command::new(env!("CARGO_BIN_EXE_ocrank"))
+        .current_dir(root())
+        .args([
+            "audit",
+            "--pools",
+            "../shared/data/llmbar/natural.json",
+            "--queries",
+            "2",
+            "--depth",
+            "2",
+            "--width",
+            "2",
+            "--task",
+            "response",
+            "--permutations",
+            "2",
+            "--bootstrap",
+            "100",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    succeeded(&run);
+    let r = results(&out);
+    assert_eq!(r["qrels"], "pool grades");
+    let per_query = r["per_query"].as_object().unwrap();
+    assert_eq!(per_query.len(), 2);
+    for (qid, m) in per_query {
+        for name in [
+            "pair_flip",
+            "gold_crossing",
+            "label_accuracy",
+            "label_accuracy_averaged",
+        ] {
+            let v = m[name]
+                .as_f64()
+                .unwrap_or_else(|| panic!("{qid}: no {name}"));
+            assert!((0.0..=1.0).contains(&v), "{qid} {name} {v}");
+        }
+        // Two orders of a pair: the flip is 0 or 1, and it is a gold crossing
+        // exactly when the chosen response changes.
+        assert_eq!(m["pair_flip"], m["gold_crossing"], "{qid}");
+    }
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains("pair_flip"), "{report}");
+}

@@ -22,6 +22,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use crate::ndcg::ndcg_at_k;
+use crate::preference;
 use crate::ranking::{rank, rank_entries, trec_eval_score};
 use crate::stability::{summarize, tau_psi};
 use crate::stats::{bootstrap_mean, Bootstrap};
@@ -172,8 +173,25 @@ pub fn evaluate_run(
     report
 }
 
+/// The gold response of a pair: when the canonical scores hold exactly two
+/// candidates and the judgments grade one of them strictly higher than the
+/// other (an unjudged candidate counts as grade 0).
+fn pair_gold<'a>(canonical: &'a Scores, judgments: &Judgments) -> Option<&'a str> {
+    let ids: Vec<&String> = canonical.keys().collect();
+    let [a, b] = ids[..] else { return None };
+    let grade = |id: &String| judgments.get(id).copied().unwrap_or(0);
+    match grade(a).cmp(&grade(b)) {
+        std::cmp::Ordering::Greater => Some(a.as_str()),
+        std::cmp::Ordering::Less => Some(b.as_str()),
+        std::cmp::Ordering::Equal => None,
+    }
+}
+
 /// Evaluate a scores file (one or more permutations per query). Each query
-/// must have permutation 0, the canonical order.
+/// must have permutation 0, the canonical order. Pairs with a gold response
+/// (two candidates, one graded higher) also get the response-ranking
+/// decisions: `label_accuracy`, `label_accuracy_averaged`, `pair_flip`,
+/// `gold_crossing`.
 pub fn evaluate_scores(
     queries: &[ScoresQuery],
     qrels: &BTreeMap<String, Judgments>,
@@ -240,6 +258,20 @@ pub fn evaluate_scores(
         if let Some(th) = &threshold {
             if let Some(o) = retained_set_overlap(&perms, th.t) {
                 report.push(qid, "retained_set_overlap", o);
+            }
+        }
+        if let Some(gold) = pair_gold(perms[0], judgments) {
+            // A pair with one better-graded response (response ranking,
+            // SPEC.md section 3): label accuracy from the canonical order and
+            // from the average of all permutations; with two or more
+            // permutations, pair flip and gold crossing.
+            let p = preference::evaluate(&perms, gold, perms.len()).expect("permutation 0 exists");
+            report.push(qid, "label_accuracy", f64::from(u8::from(p.correct_single)));
+            if let Some(flip) = p.pair_flip {
+                let averaged = f64::from(u8::from(p.correct_averaged));
+                report.push(qid, "label_accuracy_averaged", averaged);
+                report.push(qid, "pair_flip", flip);
+                report.push(qid, "gold_crossing", f64::from(u8::from(p.gold_crossing)));
             }
         }
     }

@@ -171,3 +171,94 @@ fn missing_canonical_permutation_is_an_error() {
     let err = evaluate_scores(&to_queries(&recs), &qrels(), &cfg()).unwrap_err();
     assert!(err.contains("permutation 0"), "{err}");
 }
+
+/// Pairs with a gold response get the response-ranking decisions of SPEC.md
+/// section 3; pools that are not such pairs do not.
+#[test]
+fn pairs_with_a_gold_response_get_pair_flip_gold_crossing_and_label_accuracy() {
+    let perm = |pairs: &[(&str, f64)]| -> BTreeMap<String, f64> {
+        pairs.iter().map(|(c, s)| (c.to_string(), *s)).collect()
+    };
+    let query = |qid: &str, perms: Vec<BTreeMap<String, f64>>| ScoresQuery {
+        qid: qid.to_string(),
+        permutations: perms.into_iter().enumerate().collect(),
+    };
+    let queries = vec![
+        // Gold "1": chosen 1, 2, 1 over three orders; the average picks 1.
+        query(
+            "flips",
+            vec![
+                perm(&[("1", 0.9), ("2", 0.1)]),
+                perm(&[("1", 0.2), ("2", 0.8)]),
+                perm(&[("1", 0.7), ("2", 0.3)]),
+            ],
+        ),
+        // Gold "2": every order picks "1".
+        query(
+            "wrong",
+            vec![
+                perm(&[("1", 0.6), ("2", 0.4)]),
+                perm(&[("1", 0.7), ("2", 0.2)]),
+                perm(&[("1", 0.9), ("2", 0.1)]),
+            ],
+        ),
+        // Equal grades: no gold.
+        query(
+            "tie",
+            vec![
+                perm(&[("1", 0.6), ("2", 0.4)]),
+                perm(&[("1", 0.4), ("2", 0.6)]),
+            ],
+        ),
+        // Three candidates: not a pair.
+        query(
+            "three",
+            vec![
+                perm(&[("a", 0.6), ("b", 0.4), ("c", 0.1)]),
+                perm(&[("a", 0.1), ("b", 0.4), ("c", 0.6)]),
+            ],
+        ),
+    ];
+    let mut qrels: BTreeMap<String, Judgments> = BTreeMap::new();
+    let judge = |pairs: &[(&str, i32)]| -> Judgments {
+        pairs.iter().map(|(c, g)| (c.to_string(), *g)).collect()
+    };
+    qrels.insert("flips".into(), judge(&[("1", 1), ("2", 0)]));
+    qrels.insert("wrong".into(), judge(&[("1", 0), ("2", 1)]));
+    qrels.insert("tie".into(), judge(&[("1", 1), ("2", 1)]));
+    qrels.insert("three".into(), judge(&[("a", 1)]));
+    let r = evaluate_scores(&queries, &qrels, &EvalConfig::default()).unwrap();
+    let q = |qid: &str, m: &str| r.per_query[qid].get(m).copied();
+    assert_eq!(q("flips", "pair_flip"), Some(2.0 / 3.0));
+    assert_eq!(q("flips", "gold_crossing"), Some(1.0));
+    assert_eq!(q("flips", "label_accuracy"), Some(1.0));
+    assert_eq!(q("flips", "label_accuracy_averaged"), Some(1.0));
+    assert_eq!(q("wrong", "pair_flip"), Some(0.0));
+    assert_eq!(q("wrong", "gold_crossing"), Some(0.0));
+    assert_eq!(q("wrong", "label_accuracy"), Some(0.0));
+    assert_eq!(q("wrong", "label_accuracy_averaged"), Some(0.0));
+    for qid in ["tie", "three"] {
+        for m in ["pair_flip", "gold_crossing", "label_accuracy"] {
+            assert_eq!(q(qid, m), None, "{qid} {m}");
+        }
+    }
+    assert_eq!(r.collection["pair_flip"], 1.0 / 3.0);
+    assert_eq!(r.collection["label_accuracy"], 0.5);
+    assert_eq!(r.collection["gold_crossing"], 0.5);
+
+    // One permutation: label accuracy only.
+    let single: Vec<ScoresQuery> = queries[..1]
+        .iter()
+        .map(|q| ScoresQuery {
+            qid: q.qid.clone(),
+            permutations: q
+                .permutations
+                .range(..1)
+                .map(|(k, v)| (*k, v.clone()))
+                .collect(),
+        })
+        .collect();
+    let r = evaluate_scores(&single, &qrels, &EvalConfig::default()).unwrap();
+    assert_eq!(r.per_query["flips"].get("label_accuracy"), Some(&1.0));
+    assert_eq!(r.per_query["flips"].get("pair_flip"), None);
+}
