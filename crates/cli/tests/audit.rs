@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod common;
+
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
@@ -240,33 +242,29 @@ fn external_scores_give_the_same_audit_and_compare_reads_audits() {
 fn pool_grades_are_the_judgments_without_qrels() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("hotpot");
-    let run = Command::new(env!("CARGO_BIN_EXE_ocrank"))
-        .current_dir(root())
-        .args([
-            "audit",
-            "--pools",
-            "../shared/data/hotpotqa/dev-distractor-100.jsonl",
-            "--queries",
-            "2",
-            "--depth",
-            "10",
-            "--width",
-            "10",
-            "--template",
-            "compact",
-            "--max-chars",
-            "300",
-            "--mode",
-            "invariant",
-            "--permutations",
-            "1",
-            "--bootstrap",
-            "100",
-            "--out",
-            out.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
+    let run = common::ocrank(&[
+        "audit",
+        "--pools",
+        "../shared/data/hotpotqa/dev-distractor-100.jsonl",
+        "--queries",
+        "2",
+        "--depth",
+        "10",
+        "--width",
+        "10",
+        "--template",
+        "compact",
+        "--max-chars",
+        "300",
+        "--mode",
+        "invariant",
+        "--permutations",
+        "1",
+        "--bootstrap",
+        "100",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     succeeded(&run);
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(
@@ -298,29 +296,25 @@ fn pool_grades_are_the_judgments_without_qrels() {
 fn llmbar_pairs_get_pair_flip_from_their_gold_response() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("llmbar");
-    let run = Command::new(env!("CARGO_BIN_EXE_ocrank"))
-        .current_dir(root())
-        .args([
-            "audit",
-            "--pools",
-            "../shared/data/llmbar/natural.json",
-            "--queries",
-            "2",
-            "--depth",
-            "2",
-            "--width",
-            "2",
-            "--task",
-            "response",
-            "--permutations",
-            "2",
-            "--bootstrap",
-            "100",
-            "--out",
-            out.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
+    let run = common::ocrank(&[
+        "audit",
+        "--pools",
+        "../shared/data/llmbar/natural.json",
+        "--queries",
+        "2",
+        "--depth",
+        "2",
+        "--width",
+        "2",
+        "--task",
+        "response",
+        "--permutations",
+        "2",
+        "--bootstrap",
+        "100",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     succeeded(&run);
     let r = results(&out);
     assert_eq!(r["qrels"], "pool grades");

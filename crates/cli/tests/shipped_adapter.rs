@@ -4,25 +4,18 @@
 //! the real model reproduces the report's grade distributions and nDCG@10
 //! for that query.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
+
+use std::path::Path;
+
+use common::{adapter_fingerprint, ocrank, root};
 
 const ADAPTER: &str = "adapters/invariant-d40-2cycles-seed0";
 const REPORT: &str = "reports/training/invariant-d40-seed0-cycle2/student-invariant";
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 fn json(path: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).unwrap()
-}
-
-fn sha256(path: &Path) -> String {
-    use sha2::{Digest, Sha256};
-    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    format!("{:x}", Sha256::digest(&bytes))
 }
 
 /// Each window's records, keyed by (qid, window).
@@ -43,12 +36,7 @@ fn windows(path: &Path) -> std::collections::BTreeMap<(String, u64), serde_json:
 
 #[test]
 fn shipped_adapter_is_the_audited_one() {
-    let dir = root().join(ADAPTER);
-    let fingerprint = format!(
-        "{}+{}",
-        sha256(&dir.join("adapter_model.safetensors")),
-        sha256(&dir.join("adapter_config.json"))
-    );
+    let fingerprint = adapter_fingerprint(&root().join(ADAPTER));
     let settings = json(&root().join(REPORT).join("settings.json"));
     assert_eq!(settings["adapter_sha256"], serde_json::json!(fingerprint));
 }
@@ -58,35 +46,31 @@ fn shipped_adapter_reproduces_the_report_on_a_dl19_query() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("audit");
     // The report's settings, restricted to the first query of the pools.
-    let run = Command::new(env!("CARGO_BIN_EXE_ocrank"))
-        .current_dir(root())
-        .args([
-            "audit",
-            "--pools",
-            "../shared/data/msmarco/dl19/bm25-top100.json",
-            "--qrels",
-            "../shared/data/msmarco/dl19/qrels.txt",
-            "--queries",
-            "1",
-            "--depth",
-            "20",
-            "--width",
-            "10",
-            "--template",
-            "compact",
-            "--max-chars",
-            "300",
-            "--mode",
-            "invariant",
-            "--permutations",
-            "1",
-            "--adapter",
-            ADAPTER,
-            "--out",
-            out.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
+    let run = ocrank(&[
+        "audit",
+        "--pools",
+        "../shared/data/msmarco/dl19/bm25-top100.json",
+        "--qrels",
+        "../shared/data/msmarco/dl19/qrels.txt",
+        "--queries",
+        "1",
+        "--depth",
+        "20",
+        "--width",
+        "10",
+        "--template",
+        "compact",
+        "--max-chars",
+        "300",
+        "--mode",
+        "invariant",
+        "--permutations",
+        "1",
+        "--adapter",
+        ADAPTER,
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert!(
         run.status.success(),
         "{}",

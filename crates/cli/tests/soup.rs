@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::ocrank;
+use common::{adapter_fingerprint, ocrank};
 use ocrank_engine::lora::LoraConfig;
 use ocrank_engine::{Arch, DType, Decoder, Device, ModelConfig};
 
@@ -35,20 +35,8 @@ fn soup_writes_an_adapter_that_loads_and_names_bad_members() {
             .unwrap();
     assert_eq!(record["members"], serde_json::json!([p("a"), p("b")]));
     assert!(record["command"].as_str().unwrap().contains(" soup "));
-    // The fingerprints are those an audit records for `--adapter DIR`:
-    // sha256(weights) + "+" + sha256(config), for the members and the soup.
-    let fp = |d: &str| {
-        use sha2::{Digest, Sha256};
-        let h = |f: &str| {
-            let bytes = std::fs::read(dir.path().join(d).join(f)).unwrap();
-            format!("{:x}", Sha256::digest(&bytes))
-        };
-        format!(
-            "{}+{}",
-            h("adapter_model.safetensors"),
-            h("adapter_config.json")
-        )
-    };
+    // The fingerprints are those an audit records for `--adapter DIR`.
+    let fp = |d: &str| adapter_fingerprint(&dir.path().join(d));
     assert_eq!(
         record["members_adapter_sha256"],
         serde_json::json!([fp("a"), fp("b")])

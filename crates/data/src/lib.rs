@@ -113,3 +113,21 @@ pub fn attach_grades(pools: &mut [Pool], qrels: &Qrels) {
         }
     }
 }
+
+/// The judgments the pools themselves carry (the inverse of
+/// [`attach_grades`]): every graded candidate, by query. Ungraded candidates
+/// stay unjudged; a pool without a graded candidate has no entry.
+pub fn grades_as_qrels(pools: &[Pool]) -> Qrels {
+    let mut qrels = Qrels::default();
+    for pool in pools {
+        let graded: std::collections::BTreeMap<String, i32> = pool
+            .candidates
+            .iter()
+            .filter_map(|c| c.grade.map(|g| (c.id.clone(), g)))
+            .collect();
+        if !graded.is_empty() {
+            qrels.by_query.insert(pool.qid.clone(), graded);
+        }
+    }
+    qrels
+}

@@ -268,6 +268,20 @@ fn attach_grades_sets_judged_and_clears_unjudged() {
 }
 
 #[test]
+fn grades_as_qrels_inverts_attach_grades() {
+    let (_d, path) = file("pools.jsonl", &format!("{POOL}\n"));
+    let mut pools = read_jsonl_pools(&path).unwrap();
+    let (_d2, qrels) = file("qrels.txt", "q1 0 b 3\nq2 0 a 1\n");
+    attach_grades(&mut pools, &read_qrels(&qrels).unwrap());
+    let back = grades_as_qrels(&pools);
+    // q1's judged candidate comes back; q2 is not among the pools.
+    assert_eq!(back.by_query.len(), 1);
+    assert_eq!(back.by_query["q1"], [("b".to_string(), 3)].into());
+    attach_grades(&mut pools, &Qrels::default());
+    assert!(grades_as_qrels(&pools).by_query.is_empty());
+}
+
+#[test]
 fn write_jsonl_pools_refuses_pools_it_could_not_read_back() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("p.jsonl");

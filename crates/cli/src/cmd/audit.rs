@@ -73,37 +73,20 @@ fn import_scores(store: &mut Store, source: super::common::ScoreSource) -> anyho
     Ok(())
 }
 
-/// The grades the audited queries' pools carry, read from the whole pools
-/// (`full`, before `--depth`, so that nDCG's ideal ranking sees every judged
-/// candidate, as with a qrels file): query id -> candidate id -> grade.
-/// Ungraded candidates stay unjudged (non-relevant, as in trec_eval); a
-/// query with no graded candidate has no judgments.
-fn pool_judgments(
-    full: &[ocrank_data::Pool],
-    audited: &[ocrank_data::Pool],
-) -> BTreeMap<String, BTreeMap<String, i32>> {
-    let wanted: std::collections::HashSet<&str> = audited.iter().map(|p| p.qid.as_str()).collect();
-    full.iter()
-        .filter(|p| wanted.contains(p.qid.as_str()))
-        .filter_map(|p| {
-            let graded: BTreeMap<String, i32> = p
-                .candidates
-                .iter()
-                .filter_map(|c| c.grade.map(|g| (c.id.clone(), g)))
-                .collect();
-            (!graded.is_empty()).then(|| (p.qid.clone(), graded))
-        })
-        .collect()
-}
-
 pub fn run(args: Args) -> anyhow::Result<()> {
     anyhow::ensure!(args.permutations >= 1, "--permutations must be at least 1");
     let command = std::env::args().collect::<Vec<_>>().join(" ");
-    let pools = args.pools.load()?;
+    let (whole, pools) = args.pools.load_with_whole()?;
     let (qrels, judged_by) = match &args.qrels {
         Some(p) => (ocrank_data::read_qrels(p)?.by_query, json!(p)),
         None => {
-            let j = pool_judgments(&ocrank_data::read_pools(&args.pools.pools)?, &pools);
+            // The grades the audited queries' pools carry, from the whole
+            // pools (before --depth), so that nDCG's ideal ranking sees every
+            // judged candidate, as with a qrels file.
+            let audited: std::collections::HashSet<&str> =
+                pools.iter().map(|p| p.qid.as_str()).collect();
+            let mut j = ocrank_data::grades_as_qrels(&whole).by_query;
+            j.retain(|q, _| audited.contains(q.as_str()));
             if j.is_empty() {
                 (j, serde_json::Value::Null)
             } else {

@@ -223,6 +223,14 @@ impl PoolArgs {
     pub fn load(&self) -> anyhow::Result<Vec<Pool>> {
         load_pools(&self.pools, self.depth, self.queries)
     }
+
+    /// The whole pools of the file (every candidate, every query) and the
+    /// selection `--queries` / `--depth` make of them, from one read.
+    pub fn load_with_whole(&self) -> anyhow::Result<(Vec<Pool>, Vec<Pool>)> {
+        let whole = ocrank_data::read_pools(&self.pools)?;
+        let selected = select_pools(&whole, self.depth, self.queries)?;
+        Ok((whole, selected))
+    }
 }
 
 /// Reads several pool files (each with its own format) into one list; a
@@ -247,8 +255,16 @@ pub fn load_pool_files(paths: &[PathBuf], depth: usize) -> anyhow::Result<Vec<Po
 }
 
 pub fn load_pools(path: &Path, depth: usize, queries: Option<usize>) -> anyhow::Result<Vec<Pool>> {
+    select_pools(&ocrank_data::read_pools(path)?, depth, queries)
+}
+
+/// The first `queries` pools, each cut to its first `depth` candidates.
+pub fn select_pools(
+    pools: &[Pool],
+    depth: usize,
+    queries: Option<usize>,
+) -> anyhow::Result<Vec<Pool>> {
     anyhow::ensure!(depth > 0, "--depth must be at least 1");
-    let pools = ocrank_data::read_pools(path)?;
     Ok(pools
         .iter()
         .take(queries.unwrap_or(usize::MAX))

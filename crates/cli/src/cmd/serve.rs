@@ -170,10 +170,11 @@ impl Service {
         let started = Instant::now();
         let ctx = self.scorer.prepare(&pool.query).map_err(unscorable)?;
         let order: Vec<usize> = (0..pool.candidates.len()).collect();
+        let windows = self.scorer.windows(&order);
         let mut by_candidate: Vec<Option<CandidateScore>> =
             (0..pool.candidates.len()).map(|_| None).collect();
         let (mut forwards, mut tokens) = (0, 0);
-        for (w, window) in self.scorer.windows(&order).iter().enumerate() {
+        for (w, window) in windows.iter().enumerate() {
             let (records, cost) = self
                 .scorer
                 .score_window(&ctx, &pool, 0, w, window)
@@ -200,16 +201,15 @@ impl Service {
         let mut out = json!({
             "scores": scores,
             "ranking": ranking,
-            "cost": { "windows": self.scorer.windows(&order).len(), "forwards": forwards,
+            "cost": { "windows": windows.len(), "forwards": forwards,
                       "tokens": tokens, "seconds": started.elapsed().as_secs_f64(),
                       "queued_seconds": queued },
         });
         if let Some(t) = req.threshold {
-            let retained: Vec<&str> = ranking
-                .iter()
-                .copied()
-                .filter(|id| scores.iter().any(|s| s.id == *id && s.score >= t))
-                .collect();
+            // The ranking sorts by score, so the retained set is its prefix
+            // down to the last score >= t (a NaN score ranks last, never kept).
+            let kept = scores.iter().filter(|s| s.score >= t).count();
+            let retained = &ranking[..kept];
             out["threshold"] = json!(t);
             out["retained"] = json!(retained);
         }

@@ -17,3 +17,20 @@ pub fn ocrank(args: &[&str]) -> std::process::Output {
         .output()
         .unwrap()
 }
+
+/// An adapter directory's fingerprint as audits record it in
+/// `settings.adapter_sha256`: sha256(weights) + "+" + sha256(config),
+/// computed here independently of the binary.
+pub fn adapter_fingerprint(dir: &std::path::Path) -> String {
+    use sha2::{Digest, Sha256};
+    let hash = |f: &str| {
+        let path = dir.join(f);
+        let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        format!("{:x}", Sha256::digest(&bytes))
+    };
+    format!(
+        "{}+{}",
+        hash("adapter_model.safetensors"),
+        hash("adapter_config.json")
+    )
+}
