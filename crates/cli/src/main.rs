@@ -20,6 +20,9 @@ enum Command {
     /// Audit a scorer: score pools under M permutations (resumable) and report
     /// ranking quality and decision stability.
     Audit(cmd::audit::Args),
+    /// Answer flip, EM and F1: a frozen reader answers each question from the
+    /// top passages of every permutation's ranking (multi-document QA).
+    Answer(cmd::answer::Args),
     /// Compare audits side by side (paired bootstrap, Holm-adjusted).
     Compare(cmd::compare::Args),
     /// Evaluate a TREC run or a scores file against qrels (trec_eval semantics).
@@ -68,6 +71,7 @@ fn main() -> std::process::ExitCode {
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Audit(args) => cmd::audit::run(args),
+        Command::Answer(args) => cmd::answer::run(args),
         Command::Compare(args) => cmd::compare::run(args),
         Command::Eval(args) => cmd::eval::run(args),
         Command::Score(args) => cmd::score::run(args),

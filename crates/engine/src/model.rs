@@ -497,6 +497,57 @@ impl Decoder {
         Ok(out.cache.expect("keep_cache was requested"))
     }
 
+    /// Greedy decoding after `prompt`: the prompt in one causal forward, then
+    /// one token per forward over the growing KV cache (the cache is what
+    /// makes a token's logits equal those of a whole forward over prompt +
+    /// everything generated before it). Each step takes the most likely
+    /// token, ties to the lower id. Stops after `max_new` tokens or as soon as
+    /// `stop` says so for the tokens generated so far; the stopping token is
+    /// kept. A prompt plus answer longer than the context is an error.
+    pub fn greedy(
+        &self,
+        prompt: &[u32],
+        max_new: usize,
+        mut stop: impl FnMut(&[u32]) -> bool,
+    ) -> Result<Vec<u32>> {
+        let mut out = Vec::new();
+        if max_new == 0 {
+            return Ok(out);
+        }
+        let n = prompt.len();
+        let positions: Vec<u32> = (0..n as u32).collect();
+        let mask = MaskLayout::causal(n);
+        let first = self.forward(&ForwardInput {
+            tokens: prompt,
+            positions: &positions,
+            mask: &mask,
+            prefix: None,
+            readout: &[n.saturating_sub(1)],
+            keep_cache: true,
+            dropout: None,
+        })?;
+        let mut cache = first.cache.expect("keep_cache was requested");
+        let mut next = argmax_row(&first.logits)?;
+        let one = MaskLayout::causal(1);
+        loop {
+            out.push(next);
+            if out.len() >= max_new || stop(&out) {
+                return Ok(out);
+            }
+            let step = self.forward(&ForwardInput {
+                tokens: &[next],
+                positions: &[cache.len as u32],
+                mask: &one,
+                prefix: Some(&cache),
+                readout: &[0],
+                keep_cache: true,
+                dropout: None,
+            })?;
+            cache = step.cache.expect("keep_cache was requested");
+            next = argmax_row(&step.logits)?;
+        }
+    }
+
     fn check_input(&self, input: &ForwardInput) -> Result<()> {
         let n = input.tokens.len();
         let prefix_len = input.prefix.map_or(0, |c| c.len);
@@ -805,4 +856,16 @@ impl SplitMix64 {
         let (u1, u2) = (self.uniform(), self.uniform());
         ((-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()) as f32
     }
+}
+
+/// The most likely token of a `[1, vocab]` logits row, ties to the lower id.
+fn argmax_row(logits: &Tensor) -> Result<u32> {
+    let row: Vec<f32> = logits.flatten_all()?.to_vec1()?;
+    let mut best = 0usize;
+    for (i, &v) in row.iter().enumerate() {
+        if v > row[best] {
+            best = i;
+        }
+    }
+    Ok(best as u32)
 }

@@ -330,3 +330,29 @@ fn packed_forwards_equal_separate_forwards() {
         }
     }
 }
+
+#[test]
+fn greedy_decoding_over_the_cache_equals_whole_forwards() {
+    for arch in ARCHS {
+        let m = model(arch);
+        let prompt = tokens(9, 6);
+        let fast = m.greedy(&prompt, 12, |_| false).unwrap();
+        assert_eq!(fast.len(), 12, "{arch:?}");
+        // The slow way: one whole causal forward per new token.
+        let mut seq = prompt.clone();
+        for _ in 0..12 {
+            let row = &causal(&m, &seq, &[seq.len() - 1])[0];
+            let best = (0..row.len()).fold(0, |b, i| if row[i] > row[b] { i } else { b });
+            seq.push(best as u32);
+        }
+        assert_eq!(fast, seq[9..], "{arch:?}");
+        // `stop` sees what has been generated and keeps the stopping token.
+        let stopped = m.greedy(&prompt, 12, |out| out.len() == 4).unwrap();
+        assert_eq!(stopped, fast[..4], "{arch:?}");
+        assert!(m.greedy(&prompt, 0, |_| false).unwrap().is_empty());
+        assert!(
+            m.greedy(&[], 3, |_| false).is_err(),
+            "an empty prompt is an error"
+        );
+    }
+}

@@ -89,3 +89,46 @@ pub fn answer_flip<S: AsRef<str>>(answers: &[S]) -> Option<f64> {
         .collect();
     pairwise_disagreement(&normalised)
 }
+
+/// What a frozen reader's answers under a question's permutations come to.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct QuestionOutcome {
+    /// Answer flip over the permutations; `None` with one permutation.
+    pub answer_flip: Option<f64>,
+    /// EM and F1 of the canonical order's answer (the first one given).
+    pub em_canonical: f64,
+    pub f1_canonical: f64,
+    /// EM and F1 averaged over the permutations.
+    pub em_mean: f64,
+    pub f1_mean: f64,
+    /// Distinct normalised answers among the permutations.
+    pub distinct_answers: usize,
+}
+
+/// Scores one question's answers, given in permutation order with the
+/// canonical order first, against its gold answers (best over golds).
+/// `None` when there is no answer or no gold.
+pub fn question_outcome<S: AsRef<str>>(answers: &[S], golds: &[&str]) -> Option<QuestionOutcome> {
+    if answers.is_empty() || golds.is_empty() {
+        return None;
+    }
+    let scored: Vec<(bool, f64)> = answers
+        .iter()
+        .map(|a| best_over_golds(a.as_ref(), golds))
+        .collect();
+    let n = scored.len() as f64;
+    let mut distinct: Vec<String> = answers
+        .iter()
+        .map(|a| normalize_answer(a.as_ref()))
+        .collect();
+    distinct.sort();
+    distinct.dedup();
+    Some(QuestionOutcome {
+        answer_flip: answer_flip(answers),
+        em_canonical: f64::from(u8::from(scored[0].0)),
+        f1_canonical: scored[0].1,
+        em_mean: scored.iter().filter(|s| s.0).count() as f64 / n,
+        f1_mean: scored.iter().map(|s| s.1).sum::<f64>() / n,
+        distinct_answers: distinct.len(),
+    })
+}

@@ -62,3 +62,25 @@ fn preference_pair_flip_crossing_and_accuracy() {
     ];
     assert_eq!(pair_flip(&same), Some(0.0));
 }
+
+#[test]
+fn question_outcome_scores_canonical_and_mean_and_flip() {
+    use ocrank_metrics::qa::question_outcome;
+    let o = question_outcome(
+        &["The Eiffel Tower", "eiffel tower", "Paris", "tower"],
+        &["Eiffel Tower"],
+    )
+    .unwrap();
+    assert_eq!(o.em_canonical, 1.0);
+    assert_eq!(o.f1_canonical, 1.0);
+    assert!((o.em_mean - 0.5).abs() < 1e-12);
+    // F1: 1, 1, 0, and "tower" against "eiffel tower" = 2 * 1 * 0.5 / 1.5.
+    assert!((o.f1_mean - (2.0 + 2.0 / 3.0) / 4.0).abs() < 1e-12);
+    // Pairs: 6; equal after normalisation only (0, 1): 5 differ.
+    assert!((o.answer_flip.unwrap() - 5.0 / 6.0).abs() < 1e-12);
+    assert_eq!(o.distinct_answers, 3);
+    let one = question_outcome(&["no"], &["yes", "no"]).unwrap();
+    assert_eq!((one.em_canonical, one.answer_flip), (1.0, None));
+    assert!(question_outcome::<&str>(&[], &["x"]).is_none());
+    assert!(question_outcome(&["x"], &[]).is_none());
+}

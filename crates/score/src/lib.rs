@@ -6,10 +6,12 @@
 
 pub mod error;
 pub mod prompt;
+pub mod reader;
 pub mod readout;
 pub mod scorer;
 
 pub use error::{Error, Result};
 pub use prompt::{clean_text, PromptConfig, Task, Template};
+pub use reader::{Answer, ReaderConfig};
 pub use readout::{GradeDist, Readout};
 pub use scorer::{Cost, Mode, QueryContext, QueryText, ScoreConfig, Scorer, Sequence};

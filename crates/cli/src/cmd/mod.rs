@@ -1,3 +1,4 @@
+pub mod answer;
 pub mod audit;
 pub mod bench;
 pub mod common;

@@ -1,0 +1,498 @@
+//! `ocrank answer`: the multi-document QA decision of SPEC.md section 3. A
+//! frozen reader answers each question from the top passages of every
+//! permutation's ranking in an audit (or a scores file); the report gives
+//! the answer flip, EM and F1 with bootstrap intervals.
+//!
+//! scores -> ranking per permutation -> top k passages (ranking order) ->
+//! reader prompt -> greedy answer -> EM / F1 / flip -> report
+//!
+//! Answers are memoised by (question, passage ids in order) and appended to
+//! `OUT/answers.jsonl` as they finish: permutations whose rankings share a
+//! top k cost one answer, and a rerun after an interruption (even kill -9)
+//! decodes only what is missing.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use ocrank_metrics::qa::{answer_flip, pairwise_disagreement, question_outcome, QuestionOutcome};
+use ocrank_metrics::ranking::rank;
+use ocrank_metrics::stats::{bootstrap_mean, Bootstrap, Interval};
+use ocrank_metrics::Scores;
+use ocrank_score::reader::{DEFAULT_MAX_NEW_TOKENS, DEFAULT_READER_SYSTEM, DEFAULT_TOP};
+use ocrank_score::{Answer, ReaderConfig};
+use serde::{Deserialize, Serialize};
+
+use super::common::{self, ModelArgs};
+
+#[derive(clap::Args, Debug)]
+#[command(
+    after_help = "Example (the off-the-shelf batched HotpotQA audit of the README):
+  ocrank answer --scores runs/hotpot/off-the-shelf-batched-m5 \\
+      --pools runs/hotpot/bm25-pools.jsonl \\
+      --answers ../shared/data/hotpotqa/dev-distractor-100.jsonl --out runs/hotpot/answers-batched-m5
+
+Answers are appended to OUT/answers.jsonl as they finish; rerunning the same
+command after an interruption decodes only what is missing. A directory
+holding answers made with other settings is refused."
+)]
+pub struct Args {
+    /// The scores to decide from: an audit directory or a scores JSONL (SPEC.md section 7).
+    #[arg(long, value_name = "PATH")]
+    pub scores: PathBuf,
+    /// The pools that were scored (their passage texts): rank_llm JSON, our JSONL or HotpotQA.
+    #[arg(long, value_name = "FILE")]
+    pub pools: PathBuf,
+    /// Gold answers: a HotpotQA file (JSON array or JSON lines; `_id` is the
+    /// query id). Default: the --pools file.
+    #[arg(long, value_name = "FILE")]
+    pub answers: Option<PathBuf>,
+    /// Use only the first N questions (in the order of the pools file) that have scores.
+    #[arg(long, value_name = "N")]
+    pub queries: Option<usize>,
+    /// The reader reads the top K passages of each permutation's ranking, in ranking order.
+    #[arg(long, value_name = "K", default_value_t = DEFAULT_TOP)]
+    pub top: usize,
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// The reader's system message.
+    #[arg(long, default_value = DEFAULT_READER_SYSTEM)]
+    pub system: String,
+    /// Each passage is cut to this many characters after collapsing whitespace.
+    #[arg(long, default_value_t = ocrank_score::prompt::DEFAULT_MAX_CHARS)]
+    pub max_chars: usize,
+    /// Most tokens decoded for one answer (it ends earlier at a line break).
+    #[arg(long, default_value_t = DEFAULT_MAX_NEW_TOKENS)]
+    pub max_new_tokens: usize,
+    /// Seed of the bootstrap.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Bootstrap resamples for the 95% intervals.
+    #[arg(long, default_value_t = 10_000)]
+    pub bootstrap: usize,
+    /// Output directory (settings.json, answers.jsonl, results.json, report.md).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+}
+
+/// One memoised answer: a question and the passages it was read from, in order.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Line {
+    qid: String,
+    passages: Vec<String>,
+    #[serde(flatten)]
+    answer: Answer,
+}
+
+/// The reader's view of one permutation.
+#[derive(Debug, Clone, Serialize)]
+struct PermutationAnswer {
+    permutation: usize,
+    passages: Vec<String>,
+    /// Supporting (graded) passages among them.
+    supporting: usize,
+    answer: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+struct QuestionResult {
+    qid: String,
+    gold: String,
+    #[serde(flatten)]
+    outcome: QuestionOutcome,
+    /// Share of permutation pairs whose top k differ as ordered lists, and as sets.
+    passages_flip: Option<f64>,
+    passage_set_flip: Option<f64>,
+    /// Supporting passages in the top k over the pool's supporting ones, mean over permutations.
+    support_recall: Option<f64>,
+    permutations: Vec<PermutationAnswer>,
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    anyhow::ensure!(args.top >= 1, "--top must be at least 1");
+    let source = common::read_score_source(&args.scores)?;
+    let pools = ocrank_data::read_pools(&args.pools)?;
+    let answers_path = args.answers.clone().unwrap_or_else(|| args.pools.clone());
+    let gold: BTreeMap<String, String> = ocrank_data::read_hotpotqa(&answers_path)
+        .with_context(|| format!("reading gold answers from {}", answers_path.display()))?
+        .into_iter()
+        .map(|e| (e.id, e.answer))
+        .collect();
+    let order: BTreeMap<&str, usize> = pools
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.qid.as_str(), i))
+        .collect();
+    let pools: BTreeMap<&str, &ocrank_data::Pool> =
+        pools.iter().map(|p| (p.qid.as_str(), p)).collect();
+
+    // Scores by query, then permutation.
+    let mut by_q: BTreeMap<String, BTreeMap<usize, Scores>> = BTreeMap::new();
+    for w in source.windows.values() {
+        for r in &w.records {
+            by_q.entry(r.qid.clone())
+                .or_default()
+                .entry(r.permutation)
+                .or_default()
+                .insert(r.candidate.clone(), r.score);
+        }
+    }
+    anyhow::ensure!(!by_q.is_empty(), "{}: no scores", args.scores.display());
+
+    // Questions in the pool file's order; `--queries` keeps the first N.
+    let mut qids: Vec<&String> = by_q.keys().collect();
+    if let Some(q) = qids.iter().find(|q| !order.contains_key(q.as_str())) {
+        bail!(
+            "query {q} of {} is not in {}",
+            args.scores.display(),
+            args.pools.display()
+        );
+    }
+    qids.sort_by_key(|q| order[q.as_str()]);
+    qids.truncate(args.queries.unwrap_or(usize::MAX));
+
+    // What each permutation's reader reads.
+    struct Question<'a> {
+        qid: &'a str,
+        pool: &'a ocrank_data::Pool,
+        gold: &'a str,
+        tops: Vec<(usize, Vec<String>)>,
+    }
+    let mut questions = Vec::new();
+    for qid in qids {
+        let perms = &by_q[qid];
+        let pool = pools[qid.as_str()];
+        let gold = gold.get(qid).with_context(|| {
+            format!(
+                "query {qid} has no gold answer in {}",
+                answers_path.display()
+            )
+        })?;
+        if !perms.contains_key(&0) {
+            bail!(
+                "query {qid} has no permutation 0 (the canonical order) in {}",
+                args.scores.display()
+            );
+        }
+        let mut tops = Vec::new();
+        for (&p, scores) in perms {
+            if let Some(c) = scores
+                .keys()
+                .find(|c| pool.candidates.iter().all(|d| &d.id != *c))
+            {
+                bail!(
+                    "query {qid}: candidate {c:?} of {} is not in its pool in {}",
+                    args.scores.display(),
+                    args.pools.display()
+                );
+            }
+            let top: Vec<String> = rank(scores)
+                .into_iter()
+                .take(args.top)
+                .map(str::to_owned)
+                .collect();
+            tops.push((p, top));
+        }
+        questions.push(Question {
+            qid,
+            pool,
+            gold,
+            tops,
+        });
+    }
+
+    // Settings: everything that determines an answer, and the inputs of the results.
+    let reader = ReaderConfig {
+        system: args.system.clone(),
+        max_chars: args.max_chars,
+        max_new_tokens: args.max_new_tokens,
+    };
+    let mut settings = serde_json::json!({
+        "ocrank_version": env!("CARGO_PKG_VERSION"),
+        "reader": reader,
+        "top": args.top,
+        "pools_sha256": common::sha256_file(&args.pools)?,
+        "answers_sha256": common::sha256_file(&answers_path)?,
+    });
+    args.model.fingerprint(&mut settings)?;
+    let mut store = AnswerStore::open(&args.out, &settings)?;
+
+    let mut needed: BTreeSet<(String, Vec<String>)> = BTreeSet::new();
+    for q in &questions {
+        for (_, top) in &q.tops {
+            let key = (q.qid.to_owned(), top.clone());
+            if !store.answers.contains_key(&key) {
+                needed.insert(key);
+            }
+        }
+    }
+    let total: usize = questions.iter().map(|q| q.tops.len()).sum();
+    eprintln!(
+        "{} questions, {total} permutations, {} answers stored, {} to decode",
+        questions.len(),
+        store.answers.len(),
+        needed.len()
+    );
+    if !needed.is_empty() {
+        let engine = args.model.load()?;
+        let bar = common::progress_bar(needed.len() as u64, "answers");
+        let by_qid: BTreeMap<&str, &Question> = questions.iter().map(|q| (q.qid, q)).collect();
+        for (qid, top) in needed {
+            let q = by_qid[qid.as_str()];
+            let texts: Vec<&str> = top
+                .iter()
+                .map(|id| {
+                    q.pool
+                        .candidates
+                        .iter()
+                        .find(|c| &c.id == id)
+                        .map(|c| c.text.as_str())
+                })
+                .collect::<Option<_>>()
+                .expect("candidates were checked against the pool");
+            let answer = reader
+                .answer(&engine, &q.pool.query, &texts)
+                .with_context(|| format!("query {qid}: reading passages {top:?}"))?;
+            bar.set_message(format!(
+                "{:.1} s, {} tokens",
+                answer.seconds, answer.prompt_tokens
+            ));
+            store.put(Line {
+                qid,
+                passages: top,
+                answer,
+            })?;
+            bar.inc(1);
+        }
+        bar.finish();
+    }
+
+    // Per question, then the collection.
+    let mut results = Vec::new();
+    for q in &questions {
+        let supporting: BTreeSet<&str> = (q.pool.candidates.iter())
+            .filter(|c| c.grade.unwrap_or(0) > 0)
+            .map(|c| c.id.as_str())
+            .collect();
+        let perms: Vec<PermutationAnswer> = q
+            .tops
+            .iter()
+            .map(|(p, top)| PermutationAnswer {
+                permutation: *p,
+                supporting: top
+                    .iter()
+                    .filter(|id| supporting.contains(id.as_str()))
+                    .count(),
+                answer: store.answers[&(q.qid.to_owned(), top.clone())].text.clone(),
+                passages: top.clone(),
+            })
+            .collect();
+        let answers: Vec<&str> = perms.iter().map(|p| p.answer.as_str()).collect();
+        let outcome = question_outcome(&answers, &[q.gold]).expect("answers and a gold");
+        debug_assert_eq!(outcome.answer_flip, answer_flip(&answers));
+        let lists: Vec<&Vec<String>> = perms.iter().map(|p| &p.passages).collect();
+        let sets: Vec<BTreeSet<&String>> =
+            perms.iter().map(|p| p.passages.iter().collect()).collect();
+        let support_recall = (!supporting.is_empty()).then(|| {
+            perms.iter().map(|p| p.supporting as f64).sum::<f64>()
+                / (perms.len() * supporting.len()) as f64
+        });
+        results.push(QuestionResult {
+            qid: q.qid.to_owned(),
+            gold: q.gold.to_owned(),
+            outcome,
+            passages_flip: pairwise_disagreement(&lists),
+            passage_set_flip: pairwise_disagreement(&sets),
+            support_recall,
+            permutations: perms,
+        });
+    }
+    let cfg = Bootstrap {
+        resamples: args.bootstrap,
+        seed: args.seed,
+        ..Bootstrap::default()
+    };
+    let measure = |f: &dyn Fn(&QuestionResult) -> Option<f64>| -> Option<Interval> {
+        let v: Vec<f64> = results.iter().filter_map(f).collect();
+        bootstrap_mean(&v, cfg)
+    };
+    let mut summary = BTreeMap::new();
+    summary.insert("answer_flip", measure(&|r| r.outcome.answer_flip));
+    summary.insert("em_canonical", measure(&|r| Some(r.outcome.em_canonical)));
+    summary.insert("f1_canonical", measure(&|r| Some(r.outcome.f1_canonical)));
+    summary.insert("em_mean", measure(&|r| Some(r.outcome.em_mean)));
+    summary.insert("f1_mean", measure(&|r| Some(r.outcome.f1_mean)));
+    summary.insert("passages_flip", measure(&|r| r.passages_flip));
+    summary.insert("passage_set_flip", measure(&|r| r.passage_set_flip));
+    summary.insert("support_recall", measure(&|r| r.support_recall));
+    let lines: Vec<&Line> = store.lines.iter().collect();
+    let cost = serde_json::json!({
+        "answers": lines.len(),
+        "reader_seconds": lines.iter().map(|l| l.answer.seconds).sum::<f64>(),
+        "prompt_tokens": lines.iter().map(|l| l.answer.prompt_tokens).sum::<usize>(),
+        "new_tokens": lines.iter().map(|l| l.answer.new_tokens).sum::<usize>(),
+        "unfinished": lines.iter().filter(|l| !l.answer.finished).count(),
+    });
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let out = serde_json::json!({
+        "command": command,
+        "settings": settings,
+        "scores": source.provenance,
+        "questions": results.len(),
+        "permutations": total,
+        "summary": summary,
+        "cost": cost,
+        "per_question": results,
+    });
+    common::write_output(
+        &args.out.join("results.json"),
+        serde_json::to_string_pretty(&out)? + "\n",
+    )?;
+    let report = report_md(&command, &summary, &results, &cost, args.top);
+    common::write_output(&args.out.join("report.md"), &report)?;
+    print!("{report}");
+    Ok(())
+}
+
+fn report_md(
+    command: &str,
+    summary: &BTreeMap<&str, Option<Interval>>,
+    results: &[QuestionResult],
+    cost: &serde_json::Value,
+    top: usize,
+) -> String {
+    let mut s =
+        String::from("# Answer flip: a frozen reader over each permutation's top passages\n\n");
+    s.push_str(&format!("Command: `{command}`\n\n"));
+    let perms = results
+        .iter()
+        .map(|r| r.permutations.len())
+        .max()
+        .unwrap_or(0);
+    s.push_str(&format!(
+        "{} questions, up to {perms} permutations each; the reader reads the top {top} passages of each ranking, in ranking order, and answers greedily. 95% bootstrap intervals over questions.\n\n",
+        results.len()
+    ));
+    s.push_str("| measure | value | 95% interval | questions |\n|---|---|---|---|\n");
+    let rows = [
+        (
+            "answer_flip",
+            "answer flip (pairs of permutations, normalised answers differ)",
+        ),
+        ("em_canonical", "EM, canonical order"),
+        ("em_mean", "EM, mean over permutations"),
+        ("f1_canonical", "F1, canonical order"),
+        ("f1_mean", "F1, mean over permutations"),
+        ("passages_flip", "top-k list differs (ordered)"),
+        ("passage_set_flip", "top-k set differs"),
+        (
+            "support_recall",
+            "supporting passages in the top k (recall)",
+        ),
+    ];
+    for (key, label) in rows {
+        match summary.get(key).copied().flatten() {
+            Some(i) => s.push_str(&format!(
+                "| {label} | {:.4} | [{:.4}, {:.4}] | {} |\n",
+                i.estimate, i.low, i.high, i.n
+            )),
+            None => s.push_str(&format!("| {label} | n/a | | 0 |\n")),
+        }
+    }
+    s.push_str(&format!(
+        "\nReader cost (every answer in the store): {} answers, {:.0} s, {} prompt tokens, {} new tokens; {} answers ran into the token limit.\n",
+        cost["answers"], cost["reader_seconds"].as_f64().unwrap_or(0.0), cost["prompt_tokens"],
+        cost["new_tokens"], cost["unfinished"]
+    ));
+    s
+}
+
+/// `OUT/answers.jsonl` next to `OUT/settings.json`: one line per answer,
+/// written whole and flushed. A partial last line (a killed run) is dropped
+/// and decoded again; a directory made with other settings is refused.
+struct AnswerStore {
+    file: std::fs::File,
+    path: PathBuf,
+    lines: Vec<Line>,
+    answers: BTreeMap<(String, Vec<String>), Answer>,
+}
+
+impl AnswerStore {
+    fn open(dir: &Path, settings: &serde_json::Value) -> anyhow::Result<AnswerStore> {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let settings_path = dir.join("settings.json");
+        let path = dir.join("answers.jsonl");
+        if settings_path.exists() {
+            let text = std::fs::read_to_string(&settings_path)
+                .with_context(|| format!("reading {}", settings_path.display()))?;
+            let old: serde_json::Value = serde_json::from_str(&text)
+                .with_context(|| format!("{}: not JSON", settings_path.display()))?;
+            if &old != settings {
+                bail!(
+                    "{}: this directory holds answers made with other settings; use a new --out directory",
+                    settings_path.display()
+                );
+            }
+        } else {
+            if path.exists() {
+                bail!("{} exists without settings.json beside it", path.display());
+            }
+            common::write_output(
+                &settings_path,
+                serde_json::to_string_pretty(settings)? + "\n",
+            )?;
+        }
+        let mut bytes = if path.exists() {
+            std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?
+        } else {
+            Vec::new()
+        };
+        let end = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        if end < bytes.len() {
+            eprintln!(
+                "{}: dropping an incomplete last line (an interrupted run)",
+                path.display()
+            );
+            bytes.truncate(end);
+            std::fs::write(&path, &bytes).with_context(|| format!("writing {}", path.display()))?;
+        }
+        let mut lines = Vec::new();
+        let mut answers = BTreeMap::new();
+        for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
+            if line.is_empty() {
+                continue;
+            }
+            let l: Line = serde_json::from_slice(line)
+                .with_context(|| format!("{}:{}: not an answer line", path.display(), i + 1))?;
+            answers.insert((l.qid.clone(), l.passages.clone()), l.answer.clone());
+            lines.push(l);
+        }
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .with_context(|| format!("opening {}", path.display()))?;
+        Ok(AnswerStore {
+            file,
+            path,
+            lines,
+            answers,
+        })
+    }
+
+    fn put(&mut self, line: Line) -> anyhow::Result<()> {
+        let mut text = serde_json::to_string(&line)?;
+        text.push('\n');
+        (self.file.write_all(text.as_bytes()))
+            .and_then(|()| self.file.flush())
+            .with_context(|| format!("writing {}", self.path.display()))?;
+        self.answers.insert(
+            (line.qid.clone(), line.passages.clone()),
+            line.answer.clone(),
+        );
+        self.lines.push(line);
+        Ok(())
+    }
+}

@@ -1,0 +1,239 @@
+//! `ocrank answer` end to end on the real model and real HotpotQA questions:
+//! each permutation's reader input is the top 5 of that permutation's
+//! ranking in the audit, answers are memoised and resumable, and the flip,
+//! EM and F1 follow from the answers. Needs `scripts/setup.sh`.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use common::ocrank;
+use ocrank_metrics::qa::normalize_answer;
+use serde_json::Value;
+
+const DEV: &str = "../shared/data/hotpotqa/dev-distractor-100.jsonl";
+
+fn run_ok(args: &[&str]) -> String {
+    let out = ocrank(args);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "ocrank {args:?} failed: {stderr}");
+    stderr
+}
+
+fn json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Top `k` of each (query, permutation) from the audit's windows.jsonl,
+/// ranked here: score descending, ties by candidate id descending.
+fn tops(audit: &Path, k: usize) -> BTreeMap<(String, u64), Vec<String>> {
+    let mut scores: BTreeMap<(String, u64), Vec<(f64, String)>> = BTreeMap::new();
+    for line in std::fs::read_to_string(audit.join("windows.jsonl"))
+        .unwrap()
+        .lines()
+    {
+        let w: Value = serde_json::from_str(line).unwrap();
+        for r in w["records"].as_array().unwrap() {
+            scores
+                .entry((
+                    r["qid"].as_str().unwrap().into(),
+                    r["permutation"].as_u64().unwrap(),
+                ))
+                .or_default()
+                .push((
+                    r["score"].as_f64().unwrap(),
+                    r["candidate"].as_str().unwrap().into(),
+                ));
+        }
+    }
+    scores
+        .into_iter()
+        .map(|(key, mut v)| {
+            v.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap().then_with(|| b.1.cmp(&a.1)));
+            (key, v.into_iter().take(k).map(|(_, id)| id).collect())
+        })
+        .collect()
+}
+
+#[test]
+fn answers_follow_each_permutations_top_5_and_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let audit = dir.path().join("audit");
+    let ans = dir.path().join("answers");
+    let (audit_s, ans_s) = (audit.to_str().unwrap(), ans.to_str().unwrap());
+    run_ok(&[
+        "audit",
+        "--pools",
+        DEV,
+        "--queries",
+        "2",
+        "--depth",
+        "10",
+        "--width",
+        "10",
+        "--template",
+        "compact",
+        "--max-chars",
+        "200",
+        "--permutations",
+        "3",
+        "--out",
+        audit_s,
+    ]);
+    let args = [
+        "answer",
+        "--scores",
+        audit_s,
+        "--pools",
+        DEV,
+        "--max-new-tokens",
+        "6",
+        "--out",
+        ans_s,
+    ];
+    run_ok(&args);
+    let first = json(&ans.join("results.json"));
+    let expected_tops = tops(&audit, 5);
+    let gold: BTreeMap<String, String> = std::fs::read_to_string(common::root().join(DEV))
+        .unwrap()
+        .lines()
+        .take(2)
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            (
+                v["_id"].as_str().unwrap().into(),
+                v["answer"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    let stored: Vec<Value> = std::fs::read_to_string(ans.join("answers.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let per_q = first["per_question"].as_array().unwrap();
+    assert_eq!(per_q.len(), 2);
+    let mut flips = Vec::new();
+    for q in per_q {
+        let qid = q["qid"].as_str().unwrap();
+        assert_eq!(q["gold"].as_str().unwrap(), gold[qid]);
+        let perms = q["permutations"].as_array().unwrap();
+        assert_eq!(perms.len(), 3);
+        let mut answers = Vec::new();
+        for p in perms {
+            let passages: Vec<String> = serde_json::from_value(p["passages"].clone()).unwrap();
+            assert_eq!(
+                passages,
+                expected_tops[&(qid.to_string(), p["permutation"].as_u64().unwrap())]
+            );
+            // The answer is the stored one for exactly this question and passage order.
+            let line = stored
+                .iter()
+                .find(|l| l["qid"] == qid && l["passages"] == p["passages"])
+                .expect("a stored answer");
+            assert_eq!(p["answer"], line["text"]);
+            answers.push(normalize_answer(p["answer"].as_str().unwrap()));
+        }
+        let differ = [(0, 1), (0, 2), (1, 2)]
+            .iter()
+            .filter(|(a, b)| answers[*a] != answers[*b])
+            .count();
+        let flip = differ as f64 / 3.0;
+        assert!((q["answer_flip"].as_f64().unwrap() - flip).abs() < 1e-12);
+        let em = f64::from(u8::from(answers[0] == normalize_answer(&gold[qid])));
+        assert_eq!(q["em_canonical"].as_f64().unwrap(), em);
+        flips.push(flip);
+    }
+    let summary = first["summary"]["answer_flip"]["estimate"]
+        .as_f64()
+        .unwrap();
+    assert!((summary - (flips[0] + flips[1]) / 2.0).abs() < 1e-12);
+
+    // Nothing to do on a rerun; a torn last line is decoded again, the rest reused.
+    assert!(run_ok(&args).contains(", 0 to decode"));
+    let path = ans.join("answers.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines = text.lines().count();
+    std::fs::write(&path, &text[..text.len() - 20]).unwrap();
+    let stderr = run_ok(&args);
+    assert!(
+        stderr.contains("dropping an incomplete last line"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("{} answers stored, 1 to decode", lines - 1)),
+        "{stderr}"
+    );
+    assert_eq!(
+        json(&ans.join("results.json"))["per_question"],
+        first["per_question"]
+    );
+
+    // Other reader settings are refused in the same directory.
+    let out = ocrank(&[
+        "answer",
+        "--scores",
+        audit_s,
+        "--pools",
+        DEV,
+        "--max-new-tokens",
+        "6",
+        "--top",
+        "3",
+        "--out",
+        ans_s,
+    ]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("other settings"));
+}
+
+#[test]
+fn answer_names_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let scores = dir.path().join("scores.jsonl");
+    let rec = |qid: &str, cand: &str, perm: u32| {
+        format!(
+            r#"{{"qid":"{qid}","permutation":{perm},"candidate":"{cand}","window":0,"slot":1,"probs":[0.25,0.25,0.25,0.25],"mass":1.0,"score":0.5}}"#
+        )
+    };
+    let out_dir = dir.path().join("out");
+    let fail = |lines: &[String], extra: &[&str]| -> String {
+        std::fs::write(&scores, lines.join("\n") + "\n").unwrap();
+        let mut args = vec![
+            "answer",
+            "--scores",
+            scores.to_str().unwrap(),
+            "--pools",
+            DEV,
+        ];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--out", out_dir.to_str().unwrap()]);
+        let out = ocrank(&args);
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let qid = "5a85355a5542997b5ce3ffc8";
+    let e = fail(&[rec("no-such-question", "x", 0)], &[]);
+    assert!(
+        e.contains("query no-such-question") && e.contains("is not in"),
+        "{e}"
+    );
+    let e = fail(&[rec(qid, "Not a title", 0)], &[]);
+    assert!(
+        e.contains("candidate \"Not a title\"") && e.contains(qid),
+        "{e}"
+    );
+    let e = fail(&[rec(qid, "Lucy Saunders", 1)], &[]);
+    assert!(e.contains("no permutation 0"), "{e}");
+    // Gold answers must come from a HotpotQA file.
+    let e = fail(
+        &[rec(qid, "Lucy Saunders", 0)],
+        &["--answers", "../shared/data/msmarco/dl19/qrels.txt"],
+    );
+    assert!(e.contains("reading gold answers from"), "{e}");
+    assert!(
+        !out_dir.join("answers.jsonl").exists(),
+        "nothing decoded on bad input"
+    );
+}
