@@ -170,6 +170,55 @@ fn answers_follow_each_permutations_top_5_and_resume() {
         first["per_question"]
     );
 
+    // A second run (top 3) against the first: paired differences per question.
+    let ans3 = dir.path().join("answers-top3");
+    let ans3_s = ans3.to_str().unwrap();
+    run_ok(&[
+        "answer",
+        "--scores",
+        audit_s,
+        "--pools",
+        DEV,
+        "--max-new-tokens",
+        "6",
+        "--top",
+        "3",
+        "--versus",
+        ans_s,
+        "--out",
+        ans3_s,
+    ]);
+    let third = json(&ans3.join("results.json"));
+    for key in ["answer_flip", "f1_mean", "support_recall"] {
+        let value = |r: &Value, i: usize| r["per_question"][i][key].as_f64().unwrap();
+        let want = (0..2)
+            .map(|i| value(&third, i) - value(&first, i))
+            .sum::<f64>()
+            / 2.0;
+        let got = third["versus"]["differences"][key]["estimate"]
+            .as_f64()
+            .unwrap();
+        assert!((got - want).abs() < 1e-12, "{key}: {got} vs {want}");
+    }
+    // ... and only over the same questions, refused before anything is decoded.
+    let one = dir.path().join("answers-one");
+    let out = ocrank(&[
+        "answer",
+        "--scores",
+        audit_s,
+        "--pools",
+        DEV,
+        "--queries",
+        "1",
+        "--versus",
+        ans_s,
+        "--out",
+        one.to_str().unwrap(),
+    ]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("compare runs over the same questions"));
+    assert!(!one.exists());
+
     // Other reader settings are refused in the same directory.
     let out = ocrank(&[
         "answer",

@@ -19,11 +19,12 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use ocrank_metrics::qa::{answer_flip, pairwise_disagreement, question_outcome, QuestionOutcome};
 use ocrank_metrics::ranking::rank;
-use ocrank_metrics::stats::{bootstrap_mean, Bootstrap, Interval};
+use ocrank_metrics::stats::{bootstrap_mean, paired_bootstrap, Bootstrap, Interval};
 use ocrank_metrics::Scores;
 use ocrank_score::reader::{DEFAULT_MAX_NEW_TOKENS, DEFAULT_READER_SYSTEM, DEFAULT_TOP};
 use ocrank_score::{Answer, ReaderConfig};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::common::{self, ModelArgs};
 
@@ -66,6 +67,10 @@ pub struct Args {
     /// Most tokens decoded for one answer (it ends earlier at a line break).
     #[arg(long, default_value_t = DEFAULT_MAX_NEW_TOKENS)]
     pub max_new_tokens: usize,
+    /// Another `ocrank answer` output directory over the same questions: the
+    /// report adds this run minus that one, paired over questions.
+    #[arg(long, value_name = "DIR")]
+    pub versus: Option<PathBuf>,
     /// Seed of the bootstrap.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -203,6 +208,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         });
     }
 
+    let ours: BTreeSet<&str> = questions.iter().map(|q| q.qid).collect();
+    let other = (args.versus.as_deref())
+        .map(|d| read_other(d, &ours))
+        .transpose()?;
+
     // Settings: everything that determines an answer, and the inputs of the results.
     let reader = ReaderConfig {
         system: args.system.clone(),
@@ -314,19 +324,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         seed: args.seed,
         ..Bootstrap::default()
     };
-    let measure = |f: &dyn Fn(&QuestionResult) -> Option<f64>| -> Option<Interval> {
-        let v: Vec<f64> = results.iter().filter_map(f).collect();
-        bootstrap_mean(&v, cfg)
-    };
+    let rows: Vec<Value> = (results.iter().map(serde_json::to_value)).collect::<Result<_, _>>()?;
     let mut summary = BTreeMap::new();
-    summary.insert("answer_flip", measure(&|r| r.outcome.answer_flip));
-    summary.insert("em_canonical", measure(&|r| Some(r.outcome.em_canonical)));
-    summary.insert("f1_canonical", measure(&|r| Some(r.outcome.f1_canonical)));
-    summary.insert("em_mean", measure(&|r| Some(r.outcome.em_mean)));
-    summary.insert("f1_mean", measure(&|r| Some(r.outcome.f1_mean)));
-    summary.insert("passages_flip", measure(&|r| r.passages_flip));
-    summary.insert("passage_set_flip", measure(&|r| r.passage_set_flip));
-    summary.insert("support_recall", measure(&|r| r.support_recall));
+    for (key, _) in MEASURES {
+        let v: Vec<f64> = rows.iter().filter_map(|q| q[key].as_f64()).collect();
+        summary.insert(key, bootstrap_mean(&v, cfg));
+    }
+    let versus = match &other {
+        Some(o) => Some(versus(o, &rows, cfg)?),
+        None => None,
+    };
     let lines: Vec<&Line> = store.lines.iter().collect();
     let cost = serde_json::json!({
         "answers": lines.len(),
@@ -343,6 +350,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         "questions": results.len(),
         "permutations": total,
         "summary": summary,
+        "versus": versus,
         "cost": cost,
         "per_question": results,
     });
@@ -350,7 +358,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         &args.out.join("results.json"),
         serde_json::to_string_pretty(&out)? + "\n",
     )?;
-    let report = report_md(&command, &summary, &results, &cost, args.top);
+    let report = report_md(
+        &command,
+        &summary,
+        versus.as_ref(),
+        &results,
+        &cost,
+        args.top,
+    );
     common::write_output(&args.out.join("report.md"), &report)?;
     print!("{report}");
     Ok(())
@@ -359,6 +374,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 fn report_md(
     command: &str,
     summary: &BTreeMap<&str, Option<Interval>>,
+    versus: Option<&Value>,
     results: &[QuestionResult],
     cost: &serde_json::Value,
     top: usize,
@@ -376,23 +392,7 @@ fn report_md(
         results.len()
     ));
     s.push_str("| measure | value | 95% interval | questions |\n|---|---|---|---|\n");
-    let rows = [
-        (
-            "answer_flip",
-            "answer flip (pairs of permutations, normalised answers differ)",
-        ),
-        ("em_canonical", "EM, canonical order"),
-        ("em_mean", "EM, mean over permutations"),
-        ("f1_canonical", "F1, canonical order"),
-        ("f1_mean", "F1, mean over permutations"),
-        ("passages_flip", "top-k list differs (ordered)"),
-        ("passage_set_flip", "top-k set differs"),
-        (
-            "support_recall",
-            "supporting passages in the top k (recall)",
-        ),
-    ];
-    for (key, label) in rows {
+    for (key, label) in MEASURES {
         match summary.get(key).copied().flatten() {
             Some(i) => s.push_str(&format!(
                 "| {label} | {:.4} | [{:.4}, {:.4}] | {} |\n",
@@ -401,12 +401,111 @@ fn report_md(
             None => s.push_str(&format!("| {label} | n/a | | 0 |\n")),
         }
     }
+    if let Some(v) = versus {
+        s.push_str(&format!(
+            "\nAgainst {} (this minus that, paired bootstrap over the same questions):\n\n| measure | difference | 95% interval | p | questions |\n|---|---|---|---|---|\n",
+            v["path"].as_str().unwrap_or("?")
+        ));
+        for (key, label) in MEASURES {
+            let d = &v["differences"][key];
+            match (
+                d["estimate"].as_f64(),
+                d["low"].as_f64(),
+                d["high"].as_f64(),
+            ) {
+                (Some(e), Some(lo), Some(hi)) => s.push_str(&format!(
+                    "| {label} | {e:+.4} | [{lo:+.4}, {hi:+.4}] | {:.4} | {} |\n",
+                    d["p_value"].as_f64().unwrap_or(f64::NAN),
+                    d["n"]
+                )),
+                _ => s.push_str(&format!("| {label} | n/a | | | 0 |\n")),
+            }
+        }
+    }
     s.push_str(&format!(
         "\nReader cost (every answer in the store): {} answers, {:.0} s, {} prompt tokens, {} new tokens; {} answers ran into the token limit.\n",
         cost["answers"], cost["reader_seconds"].as_f64().unwrap_or(0.0), cost["prompt_tokens"],
         cost["new_tokens"], cost["unfinished"]
     ));
     s
+}
+
+/// The per-question measures of the report: key in `per_question`, label.
+const MEASURES: [(&str, &str); 8] = [
+    (
+        "answer_flip",
+        "answer flip (pairs of permutations, normalised answers differ)",
+    ),
+    ("em_canonical", "EM, canonical order"),
+    ("em_mean", "EM, mean over permutations"),
+    ("f1_canonical", "F1, canonical order"),
+    ("f1_mean", "F1, mean over permutations"),
+    ("passages_flip", "top-k list differs (ordered)"),
+    ("passage_set_flip", "top-k set differs"),
+    (
+        "support_recall",
+        "supporting passages in the top k (recall)",
+    ),
+];
+
+/// Another run's per-question results (`--versus`), keyed by query id; its
+/// questions must be this run's.
+struct Other {
+    dir: PathBuf,
+    per_question: BTreeMap<String, Value>,
+}
+
+fn read_other(dir: &Path, ours: &BTreeSet<&str>) -> anyhow::Result<Other> {
+    let path = dir.join("results.json");
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let other: Value =
+        serde_json::from_str(&text).with_context(|| format!("{}: not JSON", path.display()))?;
+    let per_question: BTreeMap<String, Value> = (other["per_question"].as_array())
+        .with_context(|| {
+            format!(
+                "{}: no per_question array (not an `ocrank answer` result)",
+                path.display()
+            )
+        })?
+        .iter()
+        .map(|q| (q["qid"].as_str().unwrap_or("").to_owned(), q.clone()))
+        .collect();
+    let theirs: BTreeSet<&str> = per_question.keys().map(String::as_str).collect();
+    if &theirs != ours {
+        bail!(
+            "{}: it answers {} questions, this run {}, {} in common: compare runs over the same questions",
+            path.display(),
+            theirs.len(),
+            ours.len(),
+            ours.intersection(&theirs).count()
+        );
+    }
+    Ok(Other {
+        dir: dir.to_path_buf(),
+        per_question,
+    })
+}
+
+/// Paired differences (this run minus the other) of every measure over the questions.
+fn versus(other: &Other, rows: &[Value], cfg: Bootstrap) -> anyhow::Result<Value> {
+    let mut differences = serde_json::Map::new();
+    for (key, _) in MEASURES {
+        let (a, b): (Vec<f64>, Vec<f64>) = rows
+            .iter()
+            .filter_map(|q| {
+                Some((
+                    q[key].as_f64()?,
+                    other.per_question[q["qid"].as_str()?][key].as_f64()?,
+                ))
+            })
+            .unzip();
+        differences.insert(
+            key.into(),
+            serde_json::to_value(paired_bootstrap(&a, &b, cfg))?,
+        );
+    }
+    Ok(serde_json::json!({"path": other.dir, "differences": differences}))
 }
 
 /// `OUT/answers.jsonl` next to `OUT/settings.json`: one line per answer,
