@@ -17,7 +17,10 @@ A="--pools $H/bm25-pools.jsonl --qrels $H/qrels.txt --depth 10 --width 10 --temp
 target/release/ocrank audit $A --mode batched --out "$R/off-the-shelf-batched"
 target/release/ocrank audit $A --mode invariant --adapter adapters/invariant-d40-2cycles-seed0 \
     --out "$R/student-invariant"
-for s in off-the-shelf-batched student-invariant; do
-    target/release/ocrank answer --scores "$R/$s" --pools "$H/bm25-pools.jsonl" --answers "$DEV" \
-        --out "$R/answers-$s"
-done
+B="--pools $H/bm25-pools.jsonl --answers $DEV"
+target/release/ocrank answer $B --scores "$R/off-the-shelf-batched" --out "$R/answers-off-the-shelf-batched"
+target/release/ocrank answer $B --scores "$R/student-invariant" \
+    --versus "$R/answers-off-the-shelf-batched" --out "$R/answers-student-invariant"
+# The reader on the first stage's top 5 (one ranking: no flip)
+target/release/ocrank answer $B --run "$H/bm25.trec" --versus "$R/answers-student-invariant" \
+    --out "$R/answers-bm25"

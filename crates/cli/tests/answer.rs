@@ -286,3 +286,58 @@ fn answer_names_bad_input() {
         "nothing decoded on bad input"
     );
 }
+
+#[test]
+fn a_trec_run_is_read_as_one_ranking_with_trec_eval_ties() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run.trec");
+    let qid = "5a85355a5542997b5ce3ffc8";
+    // Scores equal as 32-bit floats tie, and ties go by docid descending.
+    std::fs::write(
+        &run,
+        format!(
+            "{qid} Q0 Lucy_Saunders 1 2.0 x\n{qid} Q0 Fray_Mocho 2 1.00000001 x\n{qid} Q0 Michael_Jackson_(writer) 3 1.0 x\n"
+        ),
+    )
+    .unwrap();
+    // Pools with TREC-safe ids (a run's docids hold no spaces), made by the script.
+    let pools = dir.path().join("pools.jsonl");
+    let made = std::process::Command::new("scripts/hotpotqa_bm25.py")
+        .current_dir(common::root())
+        .args([DEV, "--pools", pools.to_str().unwrap()])
+        .args(["--qrels", dir.path().join("qrels").to_str().unwrap()])
+        .args(["--run", dir.path().join("bm25.trec").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let out = dir.path().join("out");
+    run_ok(&[
+        "answer",
+        "--run",
+        run.to_str().unwrap(),
+        "--pools",
+        pools.to_str().unwrap(),
+        "--answers",
+        DEV,
+        "--top",
+        "2",
+        "--max-new-tokens",
+        "4",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let r = json(&out.join("results.json"));
+    let q = &r["per_question"][0];
+    assert_eq!(r["questions"], 1);
+    assert_eq!(q["permutations"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        q["permutations"][0]["passages"],
+        serde_json::json!(["Lucy_Saunders", "Michael_Jackson_(writer)"])
+    );
+    assert!(q["answer_flip"].is_null(), "one ranking has no flip");
+    assert_eq!(r["scores"]["kind"], "run");
+}

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use ocrank_metrics::qa::{answer_flip, pairwise_disagreement, question_outcome, QuestionOutcome};
-use ocrank_metrics::ranking::rank;
+use ocrank_metrics::ranking::{rank, trec_eval_score};
 use ocrank_metrics::stats::{bootstrap_mean, paired_bootstrap, Bootstrap, Interval};
 use ocrank_metrics::Scores;
 use ocrank_score::reader::{DEFAULT_MAX_NEW_TOKENS, DEFAULT_READER_SYSTEM, DEFAULT_TOP};
@@ -41,8 +41,17 @@ holding answers made with other settings is refused."
 )]
 pub struct Args {
     /// The scores to decide from: an audit directory or a scores JSONL (SPEC.md section 7).
-    #[arg(long, value_name = "PATH")]
-    pub scores: PathBuf,
+    #[arg(
+        long,
+        value_name = "PATH",
+        required_unless_present = "run",
+        conflicts_with = "run"
+    )]
+    pub scores: Option<PathBuf>,
+    /// Or a TREC run (e.g. the first stage's): one ranking per query, read as
+    /// permutation 0, scores compared as trec_eval does (32-bit floats).
+    #[arg(long, value_name = "FILE")]
+    pub run: Option<PathBuf>,
     /// The pools that were scored (their passage texts): rank_llm JSON, our JSONL or HotpotQA.
     #[arg(long, value_name = "FILE")]
     pub pools: PathBuf,
@@ -117,7 +126,7 @@ struct QuestionResult {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     anyhow::ensure!(args.top >= 1, "--top must be at least 1");
-    let source = common::read_score_source(&args.scores)?;
+    let (by_q, provenance, scores_path) = read_rankings(&args)?;
     let pools = ocrank_data::read_pools(&args.pools)?;
     let answers_path = args.answers.clone().unwrap_or_else(|| args.pools.clone());
     let gold: BTreeMap<String, String> = ocrank_data::read_hotpotqa(&answers_path)
@@ -133,25 +142,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let pools: BTreeMap<&str, &ocrank_data::Pool> =
         pools.iter().map(|p| (p.qid.as_str(), p)).collect();
 
-    // Scores by query, then permutation.
-    let mut by_q: BTreeMap<String, BTreeMap<usize, Scores>> = BTreeMap::new();
-    for w in source.windows.values() {
-        for r in &w.records {
-            by_q.entry(r.qid.clone())
-                .or_default()
-                .entry(r.permutation)
-                .or_default()
-                .insert(r.candidate.clone(), r.score);
-        }
-    }
-    anyhow::ensure!(!by_q.is_empty(), "{}: no scores", args.scores.display());
+    anyhow::ensure!(!by_q.is_empty(), "{}: no scores", scores_path.display());
 
     // Questions in the pool file's order; `--queries` keeps the first N.
     let mut qids: Vec<&String> = by_q.keys().collect();
     if let Some(q) = qids.iter().find(|q| !order.contains_key(q.as_str())) {
         bail!(
             "query {q} of {} is not in {}",
-            args.scores.display(),
+            scores_path.display(),
             args.pools.display()
         );
     }
@@ -178,7 +176,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         if !perms.contains_key(&0) {
             bail!(
                 "query {qid} has no permutation 0 (the canonical order) in {}",
-                args.scores.display()
+                scores_path.display()
             );
         }
         let mut tops = Vec::new();
@@ -189,7 +187,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             {
                 bail!(
                     "query {qid}: candidate {c:?} of {} is not in its pool in {}",
-                    args.scores.display(),
+                    scores_path.display(),
                     args.pools.display()
                 );
             }
@@ -346,7 +344,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let out = serde_json::json!({
         "command": command,
         "settings": settings,
-        "scores": source.provenance,
+        "scores": provenance,
         "questions": results.len(),
         "permutations": total,
         "summary": summary,
@@ -428,6 +426,41 @@ fn report_md(
         cost["new_tokens"], cost["unfinished"]
     ));
     s
+}
+
+type Rankings = BTreeMap<String, BTreeMap<usize, Scores>>;
+
+/// Scores by query, then permutation, from `--scores` or `--run`, with their
+/// provenance and path.
+fn read_rankings(args: &Args) -> anyhow::Result<(Rankings, Value, PathBuf)> {
+    let mut by_q = Rankings::new();
+    if let Some(path) = &args.run {
+        let run = ocrank_data::read_run(path)?;
+        for (qid, entries) in &run.by_query {
+            let scores = by_q.entry(qid.clone()).or_default().entry(0).or_default();
+            for e in entries {
+                scores.insert(e.docid.clone(), trec_eval_score(e.score));
+            }
+        }
+        let provenance = serde_json::json!({
+            "path": path, "kind": "run", "sha256": common::sha256_file(path)?,
+        });
+        return Ok((by_q, provenance, path.clone()));
+    }
+    let path = args
+        .scores
+        .clone()
+        .expect("clap requires --scores or --run");
+    let source = common::read_score_source(&path)?;
+    for w in source.windows.values() {
+        for r in &w.records {
+            (by_q.entry(r.qid.clone()).or_default())
+                .entry(r.permutation)
+                .or_default()
+                .insert(r.candidate.clone(), r.score);
+        }
+    }
+    Ok((by_q, source.provenance, path))
 }
 
 /// The per-question measures of the report: key in `per_question`, label.
