@@ -275,6 +275,29 @@ fn answer_names_bad_input() {
     );
     let e = fail(&[rec(qid, "Lucy Saunders", 1)], &[]);
     assert!(e.contains("no permutation 0"), "{e}");
+    // A partly scored audit: a permutation short of a candidate, a query short of a permutation.
+    let e = fail(
+        &[
+            rec(qid, "Lucy Saunders", 0),
+            rec(qid, "Fray Mocho", 0),
+            rec(qid, "Lucy Saunders", 1),
+        ],
+        &[],
+    );
+    assert!(e.contains("permutation 1 scores other candidates"), "{e}");
+    let other = "5a8c62945542996e8ac88a98";
+    let e = fail(
+        &[
+            rec(qid, "Lucy Saunders", 0),
+            rec(qid, "Lucy Saunders", 1),
+            rec(other, "x", 0),
+        ],
+        &[],
+    );
+    assert!(
+        e.contains("has 1 permutations") && e.contains("other queries 2"),
+        "{e}"
+    );
     // Gold answers must come from a HotpotQA file.
     let e = fail(
         &[rec(qid, "Lucy Saunders", 0)],

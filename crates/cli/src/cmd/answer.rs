@@ -179,6 +179,26 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 scores_path.display()
             );
         }
+        // A partly scored query (an audit stopped between windows) is refused,
+        // not answered from fewer candidates or fewer orders.
+        let most = by_q.values().map(BTreeMap::len).max().unwrap_or(0);
+        if perms.len() != most {
+            bail!(
+                "query {qid} has {} permutations in {}, other queries {most}: finish the audit (rerun it) first",
+                perms.len(),
+                scores_path.display()
+            );
+        }
+        let canonical: BTreeSet<&String> = perms[&0].keys().collect();
+        if let Some((p, _)) = perms
+            .iter()
+            .find(|(_, s)| s.keys().collect::<BTreeSet<_>>() != canonical)
+        {
+            bail!(
+                "query {qid}: permutation {p} scores other candidates than permutation 0 in {}: finish the audit (rerun it) first",
+                scores_path.display()
+            );
+        }
         let mut tops = Vec::new();
         for (&p, scores) in perms {
             if let Some(c) = scores
