@@ -12,4 +12,4 @@ pub mod plot;
 pub mod store;
 
 pub use analysis::{analyse, Analysis, AuditSpec};
-pub use store::{AuditLog, Store, StoreError, StoredWindow, WindowKey};
+pub use store::{AuditLog, LineLog, OpenedLog, Store, StoreError, StoredWindow, WindowKey};

@@ -67,13 +67,108 @@ pub enum StoreError {
         line: usize,
         message: String,
     },
-    #[error("{}: this directory holds an audit with other settings ({diff}); use a new --out directory", path.display())]
-    Settings { path: PathBuf, diff: String },
+    #[error("{}: this directory holds {what} with other settings ({diff}); use a new --out directory", path.display())]
+    Settings {
+        path: PathBuf,
+        /// What the directory holds ("an audit", "answers").
+        what: &'static str,
+        diff: String,
+    },
+}
+
+/// An append-only JSON-lines log beside a `settings.json` fingerprint: the
+/// mechanism under the audit's window log and `ocrank answer`'s answer
+/// store. Opening refuses a directory whose settings differ (writing them
+/// when new) and cuts an incomplete last line (a killed run), so that appends
+/// start on a fresh line; each record is appended with one write, then fsync.
+pub struct LineLog {
+    path: PathBuf,
+    file: File,
+}
+
+/// A [`LineLog`] just opened: the bytes of its complete lines, and how many
+/// bytes of an incomplete last line were dropped.
+pub struct OpenedLog {
+    pub log: LineLog,
+    pub complete: Vec<u8>,
+    pub dropped_partial: usize,
+}
+
+impl LineLog {
+    /// Opens (or starts) `dir/name` for `settings`; `what` names the
+    /// directory's contents in the error for other settings.
+    pub fn open(
+        dir: &Path,
+        name: &str,
+        settings: &serde_json::Value,
+        what: &'static str,
+    ) -> Result<OpenedLog, StoreError> {
+        std::fs::create_dir_all(dir).map_err(io(dir))?;
+        let settings_path = dir.join("settings.json");
+        match std::fs::read_to_string(&settings_path) {
+            Ok(text) => {
+                let old = parse_settings(&settings_path, &text)?;
+                if &old != settings {
+                    return Err(StoreError::Settings {
+                        path: dir.to_path_buf(),
+                        what,
+                        diff: diff_keys(&old, settings),
+                    });
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let text = serde_json::to_string_pretty(settings).expect("settings serialize");
+                std::fs::write(&settings_path, text).map_err(io(&settings_path))?;
+            }
+            Err(e) => return Err(io(&settings_path)(e)),
+        }
+        let path = dir.join(name);
+        let mut complete = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(io(&path)(e)),
+        };
+        let end = complete
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1);
+        let dropped_partial = complete.len() - end;
+        complete.truncate(end);
+        if dropped_partial > 0 {
+            // Cut the partial line so that appends start on a fresh line.
+            let f = OpenOptions::new()
+                .write(true)
+                .open(&path)
+                .map_err(io(&path))?;
+            f.set_len(end as u64).map_err(io(&path))?;
+        }
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(io(&path))?;
+        Ok(OpenedLog {
+            log: LineLog { path, file },
+            complete,
+            dropped_partial,
+        })
+    }
+
+    /// Appends one record as a line, durably (one write, then fsync).
+    pub fn append(&mut self, record: &impl Serialize) -> Result<(), StoreError> {
+        let mut buf = serde_json::to_vec(record).expect("records serialize");
+        buf.push(b'\n');
+        self.file.write_all(&buf).map_err(io(&self.path))?;
+        self.file.sync_data().map_err(io(&self.path))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
 }
 
 pub struct Store {
-    path: PathBuf,
-    file: File,
+    log: LineLog,
     windows: BTreeMap<WindowKey, StoredWindow>,
     /// Bytes of an incomplete last line dropped when opening.
     pub dropped_partial: usize,
@@ -89,52 +184,12 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
 impl Store {
     /// Opens (or starts) the audit in `dir` for `settings`.
     pub fn open(dir: &Path, settings: &serde_json::Value) -> Result<Store, StoreError> {
-        std::fs::create_dir_all(dir).map_err(io(dir))?;
-        let settings_path = dir.join("settings.json");
-        match std::fs::read_to_string(&settings_path) {
-            Ok(text) => {
-                let old = parse_settings(&settings_path, &text)?;
-                if &old != settings {
-                    return Err(StoreError::Settings {
-                        path: dir.to_path_buf(),
-                        diff: diff_keys(&old, settings),
-                    });
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let text = serde_json::to_string_pretty(settings).expect("settings serialize");
-                std::fs::write(&settings_path, text).map_err(io(&settings_path))?;
-            }
-            Err(e) => return Err(io(&settings_path)(e)),
-        }
-        let path = dir.join("windows.jsonl");
-        let mut bytes = match std::fs::read(&path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Err(io(&path)(e)),
-        };
-        let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-        let dropped_partial = bytes.len() - complete;
-        bytes.truncate(complete);
-        let windows = parse_log(&path, &bytes)?;
-        if dropped_partial > 0 {
-            // Cut the partial line so that appends start on a fresh line.
-            let f = OpenOptions::new()
-                .write(true)
-                .open(&path)
-                .map_err(io(&path))?;
-            f.set_len(complete as u64).map_err(io(&path))?;
-        }
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(io(&path))?;
+        let opened = LineLog::open(dir, "windows.jsonl", settings, "an audit")?;
+        let windows = parse_log(opened.log.path(), &opened.complete)?;
         Ok(Store {
-            path,
-            file,
+            log: opened.log,
             windows,
-            dropped_partial,
+            dropped_partial: opened.dropped_partial,
         })
     }
 
@@ -161,10 +216,7 @@ impl Store {
             seconds: window.seconds,
             checksum,
         };
-        let mut buf = serde_json::to_vec(&line).expect("line serializes");
-        buf.push(b'\n');
-        self.file.write_all(&buf).map_err(io(&self.path))?;
-        self.file.sync_data().map_err(io(&self.path))?;
+        self.log.append(&line)?;
         self.windows.insert(key, window);
         Ok(())
     }

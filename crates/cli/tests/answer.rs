@@ -8,21 +8,27 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use common::ocrank;
+use common::{ocrank, ocrank_ok, read_json};
 use ocrank_metrics::qa::normalize_answer;
 use serde_json::Value;
 
 const DEV: &str = "../shared/data/hotpotqa/dev-distractor-100.jsonl";
 
-fn run_ok(args: &[&str]) -> String {
-    let out = ocrank(args);
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "ocrank {args:?} failed: {stderr}");
-    stderr
-}
-
-fn json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+/// `ocrank answer` over an audit with short answers (6 tokens), `extra`
+/// flags and `--out out`.
+fn answer_args<'a>(audit: &'a str, out: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "answer",
+        "--scores",
+        audit,
+        "--pools",
+        DEV,
+        "--max-new-tokens",
+        "6",
+    ];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--out", out]);
+    args
 }
 
 /// Top `k` of each (query, permutation) from the audit's windows.jsonl,
@@ -62,7 +68,7 @@ fn answers_follow_each_permutations_top_5_and_resume() {
     let audit = dir.path().join("audit");
     let ans = dir.path().join("answers");
     let (audit_s, ans_s) = (audit.to_str().unwrap(), ans.to_str().unwrap());
-    run_ok(&[
+    ocrank_ok(&[
         "audit",
         "--pools",
         DEV,
@@ -81,19 +87,9 @@ fn answers_follow_each_permutations_top_5_and_resume() {
         "--out",
         audit_s,
     ]);
-    let args = [
-        "answer",
-        "--scores",
-        audit_s,
-        "--pools",
-        DEV,
-        "--max-new-tokens",
-        "6",
-        "--out",
-        ans_s,
-    ];
-    run_ok(&args);
-    let first = json(&ans.join("results.json"));
+    let args = answer_args(audit_s, ans_s, &[]);
+    ocrank_ok(&args);
+    let first = read_json(&ans.join("results.json"));
     let expected_tops = tops(&audit, 5);
     let gold: BTreeMap<String, String> = std::fs::read_to_string(common::root().join(DEV))
         .unwrap()
@@ -151,12 +147,12 @@ fn answers_follow_each_permutations_top_5_and_resume() {
     assert!((summary - (flips[0] + flips[1]) / 2.0).abs() < 1e-12);
 
     // Nothing to do on a rerun; a torn last line is decoded again, the rest reused.
-    assert!(run_ok(&args).contains(", 0 to decode"));
+    assert!(ocrank_ok(&args).contains(", 0 to decode"));
     let path = ans.join("answers.jsonl");
     let text = std::fs::read_to_string(&path).unwrap();
     let lines = text.lines().count();
     std::fs::write(&path, &text[..text.len() - 20]).unwrap();
-    let stderr = run_ok(&args);
+    let stderr = ocrank_ok(&args);
     assert!(
         stderr.contains("dropping an incomplete last line"),
         "{stderr}"
@@ -166,29 +162,19 @@ fn answers_follow_each_permutations_top_5_and_resume() {
         "{stderr}"
     );
     assert_eq!(
-        json(&ans.join("results.json"))["per_question"],
+        read_json(&ans.join("results.json"))["per_question"],
         first["per_question"]
     );
 
     // A second run (top 3) against the first: paired differences per question.
     let ans3 = dir.path().join("answers-top3");
     let ans3_s = ans3.to_str().unwrap();
-    run_ok(&[
-        "answer",
-        "--scores",
+    ocrank_ok(&answer_args(
         audit_s,
-        "--pools",
-        DEV,
-        "--max-new-tokens",
-        "6",
-        "--top",
-        "3",
-        "--versus",
-        ans_s,
-        "--out",
         ans3_s,
-    ]);
-    let third = json(&ans3.join("results.json"));
+        &["--top", "3", "--versus", ans_s],
+    ));
+    let third = read_json(&ans3.join("results.json"));
     for key in ["answer_flip", "f1_mean", "support_recall"] {
         let value = |r: &Value, i: usize| r["per_question"][i][key].as_f64().unwrap();
         let want = (0..2)
@@ -202,37 +188,18 @@ fn answers_follow_each_permutations_top_5_and_resume() {
     }
     // ... and only over the same questions, refused before anything is decoded.
     let one = dir.path().join("answers-one");
-    let out = ocrank(&[
-        "answer",
-        "--scores",
+    let one_s = one.to_str().unwrap();
+    let out = ocrank(&answer_args(
         audit_s,
-        "--pools",
-        DEV,
-        "--queries",
-        "1",
-        "--versus",
-        ans_s,
-        "--out",
-        one.to_str().unwrap(),
-    ]);
+        one_s,
+        &["--queries", "1", "--versus", ans_s],
+    ));
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("compare runs over the same questions"));
     assert!(!one.exists());
 
     // Other reader settings are refused in the same directory.
-    let out = ocrank(&[
-        "answer",
-        "--scores",
-        audit_s,
-        "--pools",
-        DEV,
-        "--max-new-tokens",
-        "6",
-        "--top",
-        "3",
-        "--out",
-        ans_s,
-    ]);
+    let out = ocrank(&answer_args(audit_s, ans_s, &["--top", "3"]));
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("other settings"));
 }
@@ -338,7 +305,7 @@ fn a_trec_run_is_read_as_one_ranking_with_trec_eval_ties() {
         String::from_utf8_lossy(&made.stderr)
     );
     let out = dir.path().join("out");
-    run_ok(&[
+    ocrank_ok(&[
         "answer",
         "--run",
         run.to_str().unwrap(),
@@ -353,7 +320,7 @@ fn a_trec_run_is_read_as_one_ranking_with_trec_eval_ties() {
         "--out",
         out.to_str().unwrap(),
     ]);
-    let r = json(&out.join("results.json"));
+    let r = read_json(&out.join("results.json"));
     let q = &r["per_question"][0];
     assert_eq!(r["questions"], 1);
     assert_eq!(q["permutations"].as_array().unwrap().len(), 1);

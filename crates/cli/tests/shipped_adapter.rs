@@ -8,15 +8,10 @@ mod common;
 
 use std::path::Path;
 
-use common::{adapter_fingerprint, ocrank, root};
+use common::{adapter_fingerprint, ocrank, read_json, root};
 
 const ADAPTER: &str = "adapters/invariant-d40-2cycles-seed0";
 const REPORT: &str = "reports/training/invariant-d40-seed0-cycle2/student-invariant";
-
-fn json(path: &Path) -> serde_json::Value {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap()
-}
 
 /// Each window's records, keyed by (qid, window).
 fn windows(path: &Path) -> std::collections::BTreeMap<(String, u64), serde_json::Value> {
@@ -37,7 +32,7 @@ fn windows(path: &Path) -> std::collections::BTreeMap<(String, u64), serde_json:
 #[test]
 fn shipped_adapter_is_the_audited_one() {
     let fingerprint = adapter_fingerprint(&root().join(ADAPTER));
-    let settings = json(&root().join(REPORT).join("settings.json"));
+    let settings = read_json(&root().join(REPORT).join("settings.json"));
     assert_eq!(settings["adapter_sha256"], serde_json::json!(fingerprint));
 }
 
@@ -104,8 +99,8 @@ fn shipped_adapter_reproduces_the_report_on_a_dl19_query() {
     assert!(worst <= 1e-6, "grade probabilities differ by {worst:e}");
 
     let (ours, theirs) = (
-        json(&out.join("results.json")),
-        json(&report.join("results.json")),
+        read_json(&out.join("results.json")),
+        read_json(&report.join("results.json")),
     );
     let per_query = ours["per_query"].as_object().unwrap();
     assert_eq!(per_query.len(), 1);

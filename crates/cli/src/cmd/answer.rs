@@ -12,11 +12,10 @@
 //! decodes only what is missing.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs::OpenOptions;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
+use ocrank_audit::LineLog;
 use ocrank_metrics::qa::{pairwise_disagreement, question_outcome, QuestionOutcome};
 use ocrank_metrics::ranking::{rank, trec_eval_score};
 use ocrank_metrics::stats::{bootstrap_mean, paired_bootstrap, Bootstrap, Interval};
@@ -163,6 +162,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         gold: &'a str,
         tops: Vec<(usize, Vec<String>)>,
     }
+    let most = by_q.values().map(BTreeMap::len).max().unwrap_or(0);
     let mut questions = Vec::new();
     for qid in qids {
         let perms = &by_q[qid];
@@ -181,7 +181,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         // A partly scored query (an audit stopped between windows) is refused,
         // not answered from fewer candidates or fewer orders.
-        let most = by_q.values().map(BTreeMap::len).max().unwrap_or(0);
         if perms.len() != most {
             bail!(
                 "query {qid} has {} permutations in {}, other queries {most}: finish the audit (rerun it) first",
@@ -351,13 +350,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Some(o) => Some(versus(o, &rows, cfg)?),
         None => None,
     };
-    let lines: Vec<&Line> = store.lines.iter().collect();
+    let stored = store.answers.values();
     let cost = serde_json::json!({
-        "answers": lines.len(),
-        "reader_seconds": lines.iter().map(|l| l.answer.seconds).sum::<f64>(),
-        "prompt_tokens": lines.iter().map(|l| l.answer.prompt_tokens).sum::<usize>(),
-        "new_tokens": lines.iter().map(|l| l.answer.new_tokens).sum::<usize>(),
-        "unfinished": lines.iter().filter(|l| !l.answer.finished).count(),
+        "answers": stored.len(),
+        "reader_seconds": stored.clone().map(|a| a.seconds).sum::<f64>(),
+        "prompt_tokens": stored.clone().map(|a| a.prompt_tokens).sum::<usize>(),
+        "new_tokens": stored.clone().map(|a| a.new_tokens).sum::<usize>(),
+        "unfinished": stored.filter(|a| !a.finished).count(),
     });
     let command = std::env::args().collect::<Vec<_>>().join(" ");
     let out = serde_json::json!({
@@ -560,90 +559,47 @@ fn versus(other: &Other, rows: &[Value], cfg: Bootstrap) -> anyhow::Result<Value
     Ok(serde_json::json!({"path": other.dir, "differences": differences}))
 }
 
-/// `OUT/answers.jsonl` next to `OUT/settings.json`: one line per answer,
-/// written whole and flushed. A partial last line (a killed run) is dropped
-/// and decoded again; a directory made with other settings is refused.
+/// `OUT/answers.jsonl`, an [`ocrank_audit::LineLog`] beside
+/// `OUT/settings.json`: one line per answer, keyed by question and passage
+/// order. A partial last line (a killed run) is dropped and decoded again; a
+/// directory made with other settings is refused.
 struct AnswerStore {
-    file: std::fs::File,
-    path: PathBuf,
-    lines: Vec<Line>,
+    log: LineLog,
     answers: BTreeMap<(String, Vec<String>), Answer>,
 }
 
 impl AnswerStore {
-    fn open(dir: &Path, settings: &serde_json::Value) -> anyhow::Result<AnswerStore> {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        let settings_path = dir.join("settings.json");
-        let path = dir.join("answers.jsonl");
-        if settings_path.exists() {
-            let text = std::fs::read_to_string(&settings_path)
-                .with_context(|| format!("reading {}", settings_path.display()))?;
-            let old: serde_json::Value = serde_json::from_str(&text)
-                .with_context(|| format!("{}: not JSON", settings_path.display()))?;
-            if &old != settings {
-                bail!(
-                    "{}: this directory holds answers made with other settings; use a new --out directory",
-                    settings_path.display()
-                );
-            }
-        } else {
-            if path.exists() {
-                bail!("{} exists without settings.json beside it", path.display());
-            }
-            common::write_output(
-                &settings_path,
-                serde_json::to_string_pretty(settings)? + "\n",
-            )?;
-        }
-        let mut bytes = if path.exists() {
-            std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?
-        } else {
-            Vec::new()
-        };
-        let end = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-        if end < bytes.len() {
+    fn open(dir: &Path, settings: &Value) -> anyhow::Result<AnswerStore> {
+        let opened = LineLog::open(dir, "answers.jsonl", settings, "answers")?;
+        if opened.dropped_partial > 0 {
             eprintln!(
                 "{}: dropping an incomplete last line (an interrupted run)",
-                path.display()
+                opened.log.path().display()
             );
-            bytes.truncate(end);
-            std::fs::write(&path, &bytes).with_context(|| format!("writing {}", path.display()))?;
         }
-        let mut lines = Vec::new();
         let mut answers = BTreeMap::new();
-        for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
+        for (i, line) in opened.complete.split(|&b| b == b'\n').enumerate() {
             if line.is_empty() {
                 continue;
             }
-            let l: Line = serde_json::from_slice(line)
-                .with_context(|| format!("{}:{}: not an answer line", path.display(), i + 1))?;
-            answers.insert((l.qid.clone(), l.passages.clone()), l.answer.clone());
-            lines.push(l);
+            let l: Line = serde_json::from_slice(line).with_context(|| {
+                format!(
+                    "{}:{}: not an answer line",
+                    opened.log.path().display(),
+                    i + 1
+                )
+            })?;
+            answers.insert((l.qid, l.passages), l.answer);
         }
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .with_context(|| format!("opening {}", path.display()))?;
         Ok(AnswerStore {
-            file,
-            path,
-            lines,
+            log: opened.log,
             answers,
         })
     }
 
     fn put(&mut self, line: Line) -> anyhow::Result<()> {
-        let mut text = serde_json::to_string(&line)?;
-        text.push('\n');
-        (self.file.write_all(text.as_bytes()))
-            .and_then(|()| self.file.flush())
-            .with_context(|| format!("writing {}", self.path.display()))?;
-        self.answers.insert(
-            (line.qid.clone(), line.passages.clone()),
-            line.answer.clone(),
-        );
-        self.lines.push(line);
+        self.log.append(&line)?;
+        self.answers.insert((line.qid, line.passages), line.answer);
         Ok(())
     }
 }

@@ -34,3 +34,18 @@ pub fn adapter_fingerprint(dir: &std::path::Path) -> String {
         hash("adapter_config.json")
     )
 }
+
+/// Runs `ocrank` and asserts that it succeeded; returns its stderr (where
+/// progress and notes go).
+pub fn ocrank_ok(args: &[&str]) -> String {
+    let out = ocrank(args);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "ocrank {args:?} failed: {stderr}");
+    stderr
+}
+
+/// A JSON file (results.json, settings.json), the path named on failure.
+pub fn read_json(path: &std::path::Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
