@@ -4,6 +4,9 @@
 #
 #   run(command="scripts/device-check.sh", carry=[".cache/device-bundle"], timeout_s=540)
 #
+# after scripts/device-lean.sh hide (the tree must be under 64 MiB with the
+# bundle; restore afterwards).
+#
 # It finds the CUDA runtime libraries in the machine's PyTorch environment
 # (scripts/device-env.sh), runs the CUDA tests, then `ocrank device-check` (CPU-vs-GPU parity, scoring
 # and training timings), and leaves under $OUT:

@@ -31,3 +31,46 @@ fn python_script_tests_pass() {
         "no script tests were found:\n{stderr}"
     );
 }
+
+/// The device tool carries the working tree (tracked files included) next to
+/// at most 64 MiB of carried files, and the model travels in halves of
+/// 47 MiB (scripts/device-train.sh): with reports/ and adapters/ moved out by
+/// scripts/device-lean.sh, what is left must stay well under the 17 MiB that
+/// leaves. A large file committed elsewhere would block every device call.
+#[test]
+fn the_tree_without_reports_fits_beside_a_model_half() {
+    let out = match Command::new("git")
+        .current_dir(root())
+        .args(["ls-files", "-z", "--cached", "--others", "--exclude-standard"])
+        .output()
+    {
+        Ok(out) if out.status.success() => out,
+        _ => {
+            eprintln!("not a git checkout: the device tree size is not checked");
+            return;
+        }
+    };
+    let mut total = 0u64;
+    let mut largest = (0u64, String::new());
+    for path in out.stdout.split(|&b| b == 0).filter(|p| !p.is_empty()) {
+        let path = String::from_utf8_lossy(path).into_owned();
+        if path.starts_with("reports/") || path.starts_with("adapters/") {
+            continue;
+        }
+        // A tracked file deleted in the working tree does not travel.
+        let Ok(meta) = std::fs::symlink_metadata(root().join(&path)) else {
+            continue;
+        };
+        total += meta.len();
+        if meta.len() > largest.0 {
+            largest = (meta.len(), path);
+        }
+    }
+    assert!(
+        total < 12 << 20,
+        "the working tree without reports/ and adapters/ is {total} bytes (largest: {} bytes, {}): \
+         a device call carrying a model half (47 MiB) would exceed 64 MiB",
+        largest.0,
+        largest.1
+    );
+}
