@@ -16,6 +16,8 @@
 # WINDOWS (default 1) is --windows-per-step: windows averaged per update.
 # LOSS (default squared) is --supervised-loss: squared (SPEC.md) or
 # cross-entropy (two-point targets; reports/training/saturation).
+# PARALLEL=1 runs each objective's chain (train, select, audit) and the
+# off-the-shelf audit as separate processes at once (for a GPU).
 # MODEL_ARGS is passed to every command that loads the model (e.g.
 # "--device cuda"); LABELS names a labels file made elsewhere (the GPU
 # machine has no MiniLM).
@@ -52,7 +54,7 @@ SPLIT=()
 mkdir -p "$RUNS" "$OUT"
 minilm_labels "$LABELS"
 
-for obj in $OBJECTIVES; do
+train() { obj=$1
     echo "== train $obj"
     "$BIN" train --pools "$D/dl21/bm25-top100.json" "$D/dl22/bm25-top100.json" \
         --labels "$LABELS" --depth 20 "${SCORER[@]}" "${MODEL[@]}" \
@@ -60,16 +62,15 @@ for obj in $OBJECTIVES; do
         --checkpoint-every "$EVERY" --windows-per-step "$WINDOWS" \
         --supervised-loss "$LOSS" "${SPLIT[@]}" --out "$RUNS/$obj-$TAG"
     mkdir -p "$OUT/train-$obj"
-    cp "$RUNS/$obj-$TAG/train.json" "$RUNS/$obj-$TAG/log.jsonl" "$OUT/train-$obj/"
-done
+    cp "$RUNS/$obj-$TAG/train.json" "$RUNS/$obj-$TAG/log.jsonl" "$OUT/train-$obj/"; }
 
 audit() { name=$1; shift; echo "== audit $name"; "$BIN" audit \
     --pools "$D/dl19/bm25-top100.json" --qrels "$D/dl19/qrels.txt" \
     --queries "$QUERIES" --depth 20 "${SCORER[@]}" "${MODEL[@]}" --permutations "$PERMS" \
     "$@" --out "$OUT/$name"; }
-audit off-the-shelf
-dirs=("$OUT/off-the-shelf")
-for obj in $OBJECTIVES; do
+
+# Selection (SELECT=1) and the DL19 audit of one trained run.
+evaluate() { obj=$1
     run="$RUNS/$obj-$TAG"
     adapter="$run/adapter"
     if [ "${SELECT:-0}" = 1 ]; then
@@ -81,9 +82,42 @@ for obj in $OBJECTIVES; do
         mkdir -p "$OUT/train-$obj"
         cp "$run/selection.json" "$run/selection.md" "$OUT/train-$obj/"
     fi
-    audit "$obj" --adapter "$adapter"
-    dirs+=("$OUT/$obj")
-done
+    audit "$obj" --adapter "$adapter"; }
+
+dirs=("$OUT/off-the-shelf")
+for obj in $OBJECTIVES; do dirs+=("$OUT/$obj"); done
+if [ "${PARALLEL:-0}" = 1 ]; then
+    # One process per objective (train, select, audit) and one for the
+    # off-the-shelf audit, side by side: on a GPU a 135M model leaves the
+    # device mostly idle between kernel launches, so separate processes
+    # overlap. Each writes its own log, $RUNS/NAME.log.
+    pids=()
+    (audit off-the-shelf) > "$RUNS/off-the-shelf.log" 2>&1 &
+    pids+=($!)
+    for obj in $OBJECTIVES; do
+        (train "$obj" && evaluate "$obj") > "$RUNS/$obj-$TAG.log" 2>&1 &
+        pids+=($!)
+    done
+    # Every 30 s: each run's logged steps and each chain's last line, so
+    # that a log cut short by a time limit still says where each chain was.
+    (while sleep 30; do
+        for obj in $OBJECTIVES; do
+            steps=$( (wc -l < "$RUNS/$obj-$TAG/log.jsonl") 2>/dev/null || echo 0)
+            echo "[$(date -u +%T)] $obj: $steps/$STEPS steps logged; $(tail -n 1 "$RUNS/$obj-$TAG.log" 2>/dev/null)"
+        done
+        echo "[$(date -u +%T)] off-the-shelf: $(tail -n 1 "$RUNS/off-the-shelf.log" 2>/dev/null)"
+    done) &
+    watcher=$!
+    failed=0
+    for pid in "${pids[@]}"; do wait "$pid" || failed=$((failed + 1)); done
+    kill "$watcher" 2>/dev/null
+    for log in "$RUNS/off-the-shelf.log" "$RUNS"/*-"$TAG".log; do echo "== $log"; tail -n 3 "$log"; done
+    [ "$failed" = 0 ] || { echo "train_report: $failed of ${#pids[@]} chains failed (logs in $RUNS)" >&2; exit 1; }
+else
+    for obj in $OBJECTIVES; do train "$obj"; done
+    audit off-the-shelf
+    for obj in $OBJECTIVES; do evaluate "$obj"; done
+fi
 "$BIN" compare "${dirs[@]}" \
     --measures ndcg_at_10,ndcg_at_10_mean,ndcg_at_10_worst,tau_psi,retained_set_overlap \
     --out "$OUT/compare.md"
