@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Width transfer (reports/training/width4/width10/): the width-4 students
+# (single-order, perm-aug, and OC-SFT with the spread-scaled term at the
+# held-out-selected lambda 0.05), unchanged, audited as batched scorers at
+# the issue's width 10 on DL19 (top 20: two windows of 10), next to the base
+# model, then compared. Zero-shot in width: no step is trained at width 10.
+# Resumable (`ocrank audit` scores only missing windows).
+#
+#   scripts/width_transfer.sh                 # M = 5 (PERMS), all 43 queries
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=scripts/report-lib.sh
+source scripts/report-lib.sh
+BIN=${OCRANK:-target/release/ocrank}
+D=${DATA:-../shared/data/msmarco}
+W4=reports/training/width4
+OUT=${OUT:-$W4/width10}
+PERMS=${PERMS:-5}
+SCORER=(--width 10 --max-chars 300 --template compact)
+MODEL=()
+S=s80-w5-from-w2
+mkdir -p "$OUT"
+batched_audit off-the-shelf
+batched_audit single-order --adapter "$W4/adapters/single-order-$S"
+batched_audit perm-aug --adapter "$W4/adapters/perm-aug-$S"
+batched_audit oc-sft-spread --adapter "$W4/adapters/oc-sft-aug-spread-$S-perm-aug-lambda0.05-floor1e-5"
+M=ndcg_at_10,ndcg_at_10_mean,ndcg_at_10_worst,tau_psi,retained_set_overlap
+"$BIN" compare "$OUT/off-the-shelf" "$OUT/single-order" "$OUT/perm-aug" "$OUT/oc-sft-spread" \
+    --measures "$M" --out "$OUT/compare.md"
+"$BIN" compare "$OUT/single-order" "$OUT/perm-aug" "$OUT/oc-sft-spread" \
+    --measures "$M" --out "$OUT/compare-vs-single-order.md"
+"$BIN" compare "$OUT/perm-aug" "$OUT/oc-sft-spread" \
+    --measures "$M" --out "$OUT/compare-oc-sft-spread-vs-perm-aug.md"
