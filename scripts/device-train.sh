@@ -10,7 +10,11 @@
 #   then, each call right after the previous one returns:
 #     run(command="scripts/device-train.sh check", carry=[".cache/device-train"], timeout_s=200)
 #     run(command="true", carry=[".cache/device-model-1"])
-#     run(command="STEPS=N scripts/device-train.sh train", carry=[".cache/device-model-2"], timeout_s=590)
+#     run(command="scripts/device-train.sh train", carry=[".cache/device-model-2"], timeout_s=590)
+# (BUDGET=seconds before the command when less device time is left: the
+# call needs about BUDGET + 60 s). No pause between the calls: an idle
+# machine goes back after 30 s and takes the carried files with it; the
+# train stage then stops at once, naming what is missing.
 #   here:  scripts/device-lean.sh restore
 #
 # `check` runs the CUDA tests and a short `ocrank device-check` (f32 parity
@@ -29,8 +33,8 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 b=.cache/device-train
-# shellcheck source=scripts/device-env.sh
 stage=${1:-train}
+# shellcheck source=scripts/device-env.sh
 source scripts/device-env.sh "$b" "device-$stage" || exit 1
 out="$OUT_DIR"
 case "$stage" in
