@@ -41,7 +41,13 @@ fn python_script_tests_pass() {
 fn the_tree_without_reports_fits_beside_a_model_half() {
     let out = match Command::new("git")
         .current_dir(root())
-        .args(["ls-files", "-z", "--cached", "--others", "--exclude-standard"])
+        .args([
+            "ls-files",
+            "-z",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+        ])
         .output()
     {
         Ok(out) if out.status.success() => out,
