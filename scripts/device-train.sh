@@ -34,33 +34,20 @@ set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 b=.cache/device-train
 stage=${1:-train}
-# shellcheck source=scripts/device-env.sh
-source scripts/device-env.sh "$b" "device-$stage" || exit 1
-out="$OUT_DIR"
 case "$stage" in
     check)
-        echo "== CUDA tests"
-        timeout 60 "$BIN/engine-cuda-tests" --test-threads 1 2>&1 | tee "$out/cuda-tests.txt"
-        tests_rc=${PIPESTATUS[0]}
-        echo "CUDA tests exit status: $tests_rc"
-        echo "== device-check (training shape)"
-        timeout 100 "$BIN/ocrank" device-check --device cuda \
-            --tokenizer "$b/tokenizer" --pools "$b/dl19-bm25-top100.json" \
+        # scripts/device-check.sh at the training window, with short limits;
+        # it keeps its JSON and exit status on the machine for STEPS=auto.
+        BUNDLE="$b" TESTS_TIMEOUT=60 CHECK_TIMEOUT=100 exec scripts/device-check.sh \
             --width 10 --max-chars 600 --template compact \
             --parity smollm2-135m --parity-dtypes f32,bf16 --parity-windows 1 \
-            --bench smollm2-135m --bench-dtype f32 --windows 20 --repeats 2 \
-            --train-steps 3 --out "$out/device-check.json"
-        check_rc=$?
-        echo "device-check exit status: $check_rc"
-        # Kept on the machine for the train stage (STEPS=auto).
-        cp "$out/device-check.json" /tmp/ocrank-device-check.json 2>/dev/null
-        [ "$tests_rc" -eq 0 ] && [ "$check_rc" -eq 0 ]
-        rc=$?
-        echo "$rc" > /tmp/ocrank-device-check.rc
-        exit $rc ;;
+            --bench smollm2-135m --bench-dtype f32 --windows 20 --repeats 2 --train-steps 3 ;;
     train) ;;
     *) echo "device-train: unknown stage '$stage' (check or train)"; exit 2 ;;
 esac
+# shellcheck source=scripts/device-env.sh
+source scripts/device-env.sh "$b" device-train || exit 1
+out="$OUT_DIR"
 model=models/SmolLM2-135M-Instruct.Q4_1.gguf
 mkdir -p models
 if [ ! -f "$model" ]; then
