@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# A width-10 stage on the CPU (reports/training/width10/): the width-4
+# students (single-order, perm-aug, and OC-SFT with the spread-scaled term at
+# lambda 0.05) each trained STEPS more steps with their own objective at the
+# issue's width 10 (curriculum width 2 -> 4 -> 10, --init-adapter), then
+# audited at width 10 on DL19 exactly as reports/training/width4/width10/
+# audited them unchanged (43 queries, top 20 as two windows of 10, 300
+# characters, compact template, M = PERMS), so that each stage is compared
+# paired with its own zero-shot start and with the other recipes. The
+# off-the-shelf row is width4/width10's audit (same settings).
+#
+# Two scripts/width_report.sh invocations run side by side, one thread each
+# (2 cores): OC-SFT-spread (about twice a single-order step) in one,
+# single-order then perm-aug in the other. Resumable: rerun after an
+# interruption (kept adapters are not retrained, audits score only missing
+# windows).
+#
+#   scripts/width10_stage.sh                  # STEPS=48, PERMS=5, SEED=0
+#   SEED=1 scripts/width10_stage.sh           # from the width-4 students of seed 1
+#
+# SEED picks the width-4 students of that training seed and the seed of this
+# stage (data order, views, dropout); other seeds than 0 have no zero-shot
+# width-10 audit, so their stages are compared between recipes only.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${OCRANK:-target/release/ocrank}
+STEPS=${STEPS:-48}
+PERMS=${PERMS:-5}
+SEED=${SEED:-0}
+SS=""; [ "$SEED" = 0 ] || SS="-seed$SEED"
+W4=reports/training/width4
+Z=$W4/width10
+OUT=reports/training/width10
+RUNS=runs/width10
+mkdir -p "$RUNS" "$OUT"
+common=(env WIDTH=10 STEPS="$STEPS" PERMS="$PERMS" LR=1e-3 BASE=0 OUT="$OUT" RUNS="$RUNS"
+    INIT="$W4/adapters" INIT_TAG=w4 SEED="$SEED" RAYON_NUM_THREADS=1)
+"${common[@]}" OBJECTIVES=oc-sft-aug-spread LAMBDA=0.05 SPREAD_FLOOR=1e-5 \
+    INIT_SFX="-s80-w5-from-w2-perm-aug$SS-lambda0.05-floor1e-5" TAG=lambda0.05-floor1e-5 \
+    scripts/width_report.sh > "$RUNS/oc-sft-aug-spread$SS.log" 2>&1 &
+spread=$!
+"${common[@]}" OBJECTIVES="single-order perm-aug" INIT_SFX="-s80-w5-from-w2$SS" \
+    scripts/width_report.sh > "$RUNS/single-order-perm-aug$SS.log" 2>&1 &
+others=$!
+failed=0
+wait "$spread" || { echo "OC-SFT-spread failed: $RUNS/oc-sft-aug-spread$SS.log" >&2; failed=1; }
+wait "$others" || { echo "single-order/perm-aug failed: $RUNS/single-order-perm-aug$SS.log" >&2; failed=1; }
+[ "$failed" = 0 ] || exit 1
+
+S=s$STEPS-from-w4$SS; M=m$PERMS
+so=$OUT/single-order-$S-$M; pa=$OUT/perm-aug-$S-$M
+oc=$OUT/oc-sft-aug-spread-$S-lambda0.05-floor1e-5-$M
+MEASURES=ndcg_at_10,ndcg_at_10_mean,ndcg_at_10_worst,tau_psi,retained_set_overlap
+"$BIN" compare "$Z/off-the-shelf" "$so" "$pa" "$oc" --measures "$MEASURES" --out "$OUT/compare$SS.md"
+"$BIN" compare "$so" "$pa" "$oc" --measures "$MEASURES" --out "$OUT/compare-vs-single-order$SS.md"
+"$BIN" compare "$pa" "$oc" --measures "$MEASURES" --out "$OUT/compare-oc-sft-spread-vs-perm-aug$SS.md"
+[ "$SEED" = 0 ] || exit 0
+# Each stage against its own start, the width-4 student scored unchanged.
+"$BIN" compare "$Z/single-order" "$so" --measures "$MEASURES" --out "$OUT/compare-single-order-vs-zero-shot.md"
+"$BIN" compare "$Z/perm-aug" "$pa" --measures "$MEASURES" --out "$OUT/compare-perm-aug-vs-zero-shot.md"
+"$BIN" compare "$Z/oc-sft-spread" "$oc" --measures "$MEASURES" --out "$OUT/compare-oc-sft-spread-vs-zero-shot.md"
