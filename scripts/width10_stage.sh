@@ -20,7 +20,8 @@
 #
 # SEED picks the width-4 students of that training seed and the seed of this
 # stage (data order, views, dropout); other seeds than 0 have no zero-shot
-# width-10 audit, so their stages are compared between recipes only.
+# width-10 audit but OC-SFT's (scripts/width_transfer.sh), so their stages
+# are compared between recipes, and OC-SFT with its start.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${OCRANK:-target/release/ocrank}
@@ -54,7 +55,14 @@ MEASURES=ndcg_at_10,ndcg_at_10_mean,ndcg_at_10_worst,tau_psi,retained_set_overla
 "$BIN" compare "$Z/off-the-shelf" "$so" "$pa" "$oc" --measures "$MEASURES" --out "$OUT/compare$SS.md"
 "$BIN" compare "$so" "$pa" "$oc" --measures "$MEASURES" --out "$OUT/compare-vs-single-order$SS.md"
 "$BIN" compare "$pa" "$oc" --measures "$MEASURES" --out "$OUT/compare-oc-sft-spread-vs-perm-aug$SS.md"
-[ "$SEED" = 0 ] || exit 0
+if [ "$SEED" != 0 ]; then
+    # Only OC-SFT's start has a zero-shot audit at other seeds (scripts/width_transfer.sh).
+    if [ -f "$Z/oc-sft-spread$SS/results.json" ]; then
+        "$BIN" compare "$Z/oc-sft-spread$SS" "$oc" --measures "$MEASURES" \
+            --out "$OUT/compare-oc-sft-spread-vs-zero-shot$SS.md"
+    fi
+    exit 0
+fi
 # Each stage against its own start, the width-4 student scored unchanged.
 "$BIN" compare "$Z/single-order" "$so" --measures "$MEASURES" --out "$OUT/compare-single-order-vs-zero-shot.md"
 "$BIN" compare "$Z/perm-aug" "$pa" --measures "$MEASURES" --out "$OUT/compare-perm-aug-vs-zero-shot.md"

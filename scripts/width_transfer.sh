@@ -24,6 +24,9 @@ batched_audit off-the-shelf
 batched_audit single-order --adapter "$W4/adapters/single-order-$S"
 batched_audit perm-aug --adapter "$W4/adapters/perm-aug-$S"
 batched_audit oc-sft-spread --adapter "$W4/adapters/oc-sft-aug-spread-$S-perm-aug-lambda0.05-floor1e-5"
+# The seed-1 OC-SFT student too: the start of reports/training/width10/'s
+# seed-1 stage (scripts/width10_stage.sh compares the stage with it).
+batched_audit oc-sft-spread-seed1 --adapter "$W4/adapters/oc-sft-aug-spread-$S-perm-aug-seed1-lambda0.05-floor1e-5"
 M=ndcg_at_10,ndcg_at_10_mean,ndcg_at_10_worst,tau_psi,retained_set_overlap
 "$BIN" compare "$OUT/off-the-shelf" "$OUT/single-order" "$OUT/perm-aug" "$OUT/oc-sft-spread" \
     --measures "$M" --out "$OUT/compare.md"
