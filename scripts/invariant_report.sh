@@ -172,9 +172,7 @@ fi
 # same settings).
 if [ "${BATCHED:-0}" = 1 ]; then
     audit student-batched --mode batched --queries 6 --permutations 3 --adapter "$RUN/adapter"
-    "$BIN" compare reports/training/off-the-shelf "$OUT/student-batched" \
-        --measures ndcg_at_10,ndcg_at_10_mean,ndcg_at_10_worst,tau_psi,retained_set_overlap \
-        --out "$OUT/compare-batched.md"
+    compare_audits "$OUT/compare-batched.md" reports/training/off-the-shelf "$OUT/student-batched"
 fi
 
 if [ "${BENCH:-1}" = 1 ]; then

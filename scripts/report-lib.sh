@@ -22,3 +22,10 @@ batched_audit() { name=$1; shift
     --pools "$D/dl19/bm25-top100.json" --qrels "$D/dl19/qrels.txt" \
     --depth 20 "${SCORER[@]}" "${MODEL[@]}" --mode batched --permutations "$PERMS" \
     "$@" --out "$OUT/$name"; }
+
+# compare_audits OUT DIR...: `ocrank compare` of audit directories (the first
+# is the baseline) on the measures every training report tabulates, into OUT.
+compare_audits() { out=$1; shift
+    "$BIN" compare "$@" \
+        --measures ndcg_at_10,ndcg_at_10_mean,ndcg_at_10_worst,tau_psi,retained_set_overlap \
+        --out "$out"; }

@@ -118,6 +118,4 @@ else
     audit off-the-shelf
     for obj in $OBJECTIVES; do evaluate "$obj"; done
 fi
-"$BIN" compare "${dirs[@]}" \
-    --measures ndcg_at_10,ndcg_at_10_mean,ndcg_at_10_worst,tau_psi,retained_set_overlap \
-    --out "$OUT/compare.md"
+compare_audits "$OUT/compare.md" "${dirs[@]}"

@@ -69,6 +69,4 @@ if [ "${CONTROL:-0}" = 1 ]; then
     batched_audit single-order$SFX --adapter "$RUNS/single-order-s$STEPS-lr$LR/adapter"
     dirs+=("$OUT/single-order$SFX")
 fi
-[ "${#dirs[@]}" -lt 2 ] || "$BIN" compare "${dirs[@]}" \
-    --measures ndcg_at_10,ndcg_at_10_mean,ndcg_at_10_worst,tau_psi,retained_set_overlap \
-    --out "$OUT/compare${TAG:-}.md"
+[ "${#dirs[@]}" -lt 2 ] || compare_audits "$OUT/compare${TAG:-}.md" "${dirs[@]}"

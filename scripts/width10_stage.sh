@@ -24,6 +24,8 @@
 # are compared between recipes, and OC-SFT with its start.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/report-lib.sh
+source scripts/report-lib.sh
 BIN=${OCRANK:-target/release/ocrank}
 STEPS=${STEPS:-48}
 PERMS=${PERMS:-5}
@@ -33,7 +35,11 @@ W4=reports/training/width4
 Z=$W4/width10
 OUT=reports/training/width10
 RUNS=runs/width10
-mkdir -p "$RUNS" "$OUT"
+D=${DATA:-../shared/data/msmarco}
+mkdir -p "$RUNS" "$OUT" runs/train
+# The labels both width_report.sh runs read (its default LABELS): made here,
+# once, so that on a fresh checkout the two do not race to write them.
+minilm_labels runs/train/labels-minilm.jsonl
 common=(env WIDTH=10 STEPS="$STEPS" PERMS="$PERMS" LR=1e-3 BASE=0 OUT="$OUT" RUNS="$RUNS"
     INIT="$W4/adapters" INIT_TAG=w4 SEED="$SEED" RAYON_NUM_THREADS=1)
 "${common[@]}" OBJECTIVES=oc-sft-aug-spread LAMBDA=0.05 SPREAD_FLOOR=1e-5 \
@@ -51,19 +57,17 @@ wait "$others" || { echo "single-order/perm-aug failed: $RUNS/single-order-perm-
 S=s$STEPS-from-w4$SS; M=m$PERMS
 so=$OUT/single-order-$S-$M; pa=$OUT/perm-aug-$S-$M
 oc=$OUT/oc-sft-aug-spread-$S-lambda0.05-floor1e-5-$M
-MEASURES=ndcg_at_10,ndcg_at_10_mean,ndcg_at_10_worst,tau_psi,retained_set_overlap
-"$BIN" compare "$Z/off-the-shelf" "$so" "$pa" "$oc" --measures "$MEASURES" --out "$OUT/compare$SS.md"
-"$BIN" compare "$so" "$pa" "$oc" --measures "$MEASURES" --out "$OUT/compare-vs-single-order$SS.md"
-"$BIN" compare "$pa" "$oc" --measures "$MEASURES" --out "$OUT/compare-oc-sft-spread-vs-perm-aug$SS.md"
+compare_audits "$OUT/compare$SS.md" "$Z/off-the-shelf" "$so" "$pa" "$oc"
+compare_audits "$OUT/compare-vs-single-order$SS.md" "$so" "$pa" "$oc"
+compare_audits "$OUT/compare-oc-sft-spread-vs-perm-aug$SS.md" "$pa" "$oc"
 if [ "$SEED" != 0 ]; then
     # Only OC-SFT's start has a zero-shot audit at other seeds (scripts/width_transfer.sh).
     if [ -f "$Z/oc-sft-spread$SS/results.json" ]; then
-        "$BIN" compare "$Z/oc-sft-spread$SS" "$oc" --measures "$MEASURES" \
-            --out "$OUT/compare-oc-sft-spread-vs-zero-shot$SS.md"
+        compare_audits "$OUT/compare-oc-sft-spread-vs-zero-shot$SS.md" "$Z/oc-sft-spread$SS" "$oc"
     fi
     exit 0
 fi
 # Each stage against its own start, the width-4 student scored unchanged.
-"$BIN" compare "$Z/single-order" "$so" --measures "$MEASURES" --out "$OUT/compare-single-order-vs-zero-shot.md"
-"$BIN" compare "$Z/perm-aug" "$pa" --measures "$MEASURES" --out "$OUT/compare-perm-aug-vs-zero-shot.md"
-"$BIN" compare "$Z/oc-sft-spread" "$oc" --measures "$MEASURES" --out "$OUT/compare-oc-sft-spread-vs-zero-shot.md"
+compare_audits "$OUT/compare-single-order-vs-zero-shot.md" "$Z/single-order" "$so"
+compare_audits "$OUT/compare-perm-aug-vs-zero-shot.md" "$Z/perm-aug" "$pa"
+compare_audits "$OUT/compare-oc-sft-spread-vs-zero-shot.md" "$Z/oc-sft-spread" "$oc"

@@ -132,6 +132,4 @@ dirs=()
 for a in off-the-shelf single-order$SFX order-averaged$SFX perm-aug$SFX oc-sft$SFX oc-sft-pool$SFX oc-sft-aug$SFX; do
     if [ -f "$OUT/$a$MSFX/results.json" ]; then dirs+=("$OUT/$a$MSFX"); fi
 done
-[ "${#dirs[@]}" -lt 2 ] || "$BIN" compare "${dirs[@]}" \
-    --measures ndcg_at_10,ndcg_at_10_mean,ndcg_at_10_worst,tau_psi,retained_set_overlap \
-    --out "$OUT/compare$SFX$MSFX.md"
+[ "${#dirs[@]}" -lt 2 ] || compare_audits "$OUT/compare$SFX$MSFX.md" "${dirs[@]}"

@@ -27,10 +27,6 @@ batched_audit oc-sft-spread --adapter "$W4/adapters/oc-sft-aug-spread-$S-perm-au
 # The seed-1 OC-SFT student too: the start of reports/training/width10/'s
 # seed-1 stage (scripts/width10_stage.sh compares the stage with it).
 batched_audit oc-sft-spread-seed1 --adapter "$W4/adapters/oc-sft-aug-spread-$S-perm-aug-seed1-lambda0.05-floor1e-5"
-M=ndcg_at_10,ndcg_at_10_mean,ndcg_at_10_worst,tau_psi,retained_set_overlap
-"$BIN" compare "$OUT/off-the-shelf" "$OUT/single-order" "$OUT/perm-aug" "$OUT/oc-sft-spread" \
-    --measures "$M" --out "$OUT/compare.md"
-"$BIN" compare "$OUT/single-order" "$OUT/perm-aug" "$OUT/oc-sft-spread" \
-    --measures "$M" --out "$OUT/compare-vs-single-order.md"
-"$BIN" compare "$OUT/perm-aug" "$OUT/oc-sft-spread" \
-    --measures "$M" --out "$OUT/compare-oc-sft-spread-vs-perm-aug.md"
+compare_audits "$OUT/compare.md" "$OUT/off-the-shelf" "$OUT/single-order" "$OUT/perm-aug" "$OUT/oc-sft-spread"
+compare_audits "$OUT/compare-vs-single-order.md" "$OUT/single-order" "$OUT/perm-aug" "$OUT/oc-sft-spread"
+compare_audits "$OUT/compare-oc-sft-spread-vs-perm-aug.md" "$OUT/perm-aug" "$OUT/oc-sft-spread"
