@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Start or stage? (reports/training/width10/crossed.md) At width 10 the
+# OC-SFT stage (spread-scaled term, lambda 0.05, 48 steps) made the seed-1
+# width-4 student stable (tau-PSI 0.274) and left the seed-0 one as it was
+# (0.500). The two runs differ in their start (the width-4 student of that
+# seed) and in the stage's own randomness (data order, view B's
+# permutations, dropout: --seed). This trains more OC-SFT stages with start
+# and stage seed chosen apart, two side by side on one thread each, and
+# audits them like every width-10 stage (DL19, 43 queries, two windows of 10,
+# M = PERMS, the same orders), so that all OC-SFT stages are paired with each
+# other and with their zero-shot starts.
+#
+#   scripts/width10_crossed.sh                        # the crossing: STAGES="0:1 1:0"
+#   STAGES="1:2 1:3" scripts/width10_crossed.sh       # two more stage seeds from start 1
+#
+# STAGES lists START:STAGE pairs (START: the width-4 student of that training
+# seed; STAGE: this stage's --seed), run two at a time; STEPS (48) and PERMS
+# (5) as in width10_stage.sh. Resumable. Names: ...-from-w4seedS-... is the
+# start, a trailing -seedN (absent for 0) the stage seed; width10_stage.sh's
+# own stages (start = stage seed) are ...-from-w4[-seedN]-....
+#
+# Writes compare-crossed.md (every OC-SFT stage of this kind that has an
+# audit, both width10_stage.sh seeds included, against the base model), one comparison per start
+# against its zero-shot audit where that exists, and the variance and
+# window-spread tables of all of them.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=scripts/report-lib.sh
+source scripts/report-lib.sh
+BIN=${OCRANK:-target/release/ocrank}
+STEPS=${STEPS:-48}
+PERMS=${PERMS:-5}
+STAGES=${STAGES:-0:1 1:0}
+W4=reports/training/width4
+Z=$W4/width10
+OUT=reports/training/width10
+RUNS=runs/width10
+mkdir -p "$RUNS" "$OUT" runs/train
+minilm_labels runs/train/labels-minilm.jsonl
+sfx() { [ "$1" = 0 ] || echo "-seed$1"; }
+# The audit of the OC-SFT stage from start $1 with stage seed $2.
+audit_dir() { local from="w4seed$1$(sfx "$2")"
+    [ "$1" != "$2" ] || from="w4$(sfx "$1")"
+    echo "$OUT/oc-sft-aug-spread-s$STEPS-from-$from-lambda0.05-floor1e-5-m$PERMS"; }
+common=(env WIDTH=10 STEPS="$STEPS" PERMS="$PERMS" LR=1e-3 BASE=0 OUT="$OUT" RUNS="$RUNS"
+    INIT="$W4/adapters" OBJECTIVES=oc-sft-aug-spread LAMBDA=0.05 SPREAD_FLOOR=1e-5
+    TAG=lambda0.05-floor1e-5 RAYON_NUM_THREADS=1)
+pids=(); failed=0
+for pair in $STAGES; do
+    start=${pair%%:*}; stage=${pair##*:}
+    [ "$start" != "$stage" ] || { echo "$pair: start = stage seed is width10_stage.sh's run" >&2; exit 2; }
+    if [ "${#pids[@]}" -ge 2 ]; then wait "${pids[0]}" || failed=1; pids=("${pids[@]:1}"); fi
+    "${common[@]}" INIT_SFX="-s80-w5-from-w2-perm-aug$(sfx "$start")-lambda0.05-floor1e-5" \
+        INIT_TAG="w4seed$start" SEED="$stage" \
+        scripts/width_report.sh > "$RUNS/crossed-start$start-stage$stage.log" 2>&1 &
+    pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p" || failed=1; done
+[ "$failed" = 0 ] || { echo "a stage failed: see $RUNS/crossed-*.log" >&2; exit 1; }
+
+all=()
+for start in 0 1 2 3; do for stage in 0 1 2 3 4 5; do
+    d=$(audit_dir "$start" "$stage")
+    [ ! -f "$d/results.json" ] || all+=("$d")
+done; done
+compare_audits "$OUT/compare-crossed.md" "$Z/off-the-shelf" "${all[@]}"
+for start in 0 1; do
+    zs=$Z/oc-sft-spread$(sfx "$start")
+    for d in "${all[@]}"; do
+        case $d in *-from-w4seed$start-*)
+            compare_audits "$OUT/compare-$(basename "$d")-vs-zero-shot.md" "$zs" "$d";;
+        esac
+    done
+done
+python3 scripts/score_variance.py "${all[@]}" --out "$OUT/variance-crossed.md"
+python3 scripts/window_spread.py "${all[@]}" --out "$OUT/window-spread-crossed.md"
