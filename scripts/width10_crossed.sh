@@ -20,9 +20,10 @@
 # own stages (start = stage seed) are ...-from-w4[-seedN]-....
 #
 # Writes compare-crossed.md (every OC-SFT stage of this kind that has an
-# audit, both width10_stage.sh seeds included, against the base model), one comparison per start
-# against its zero-shot audit where that exists, and the variance and
-# window-spread tables of all of them.
+# audit, both width10_stage.sh seeds included, against the base model), each
+# crossed stage against its start's zero-shot width-10 audit
+# (scripts/width_transfer.sh), and the variance and window-spread tables of
+# all of them. Width-4 students exist for training seeds 0 and 1 only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/report-lib.sh
@@ -59,7 +60,7 @@ for p in "${pids[@]}"; do wait "$p" || failed=1; done
 [ "$failed" = 0 ] || { echo "a stage failed: see $RUNS/crossed-*.log" >&2; exit 1; }
 
 all=()
-for start in 0 1 2 3; do for stage in 0 1 2 3 4 5; do
+for start in 0 1; do for stage in 0 1 2 3 4 5 6 7 8 9; do
     d=$(audit_dir "$start" "$stage")
     [ ! -f "$d/results.json" ] || all+=("$d")
 done; done
