@@ -43,9 +43,10 @@ def two_point(y):
     return q
 
 
-def rebuild_constants(run, log, pools=None, labels=None):
-    """Per-step constant-score loss and constant-distribution cross-entropy
-    for logs without those fields."""
+def training_windows(run, pools=None, labels=None):
+    """The run's training windows in crates/train/src/data.rs order, rebuilt
+    from its train.json (pools, labels, depth, width, held-out split): a list
+    of (query id, first slot's rank in the pool, labels of the window)."""
     doc = json.loads((run / "train.json").read_text())
     cmd = doc.get("command", "").split()
     st = doc["settings"]
@@ -70,10 +71,10 @@ def rebuild_constants(run, log, pools=None, labels=None):
     frac, seed = st["heldout_fraction"], st["split_seed"]
     if depth % width != 0:
         sys.exit("rebuilding needs depth to be a multiple of width")
-    labels = {}
+    grades = {}
     for line in Path(labels_file).read_text().splitlines()[1:]:
         d = json.loads(line)
-        labels[(str(d["qid"]), str(d["candidate"]))] = d["label"]
+        grades[(str(d["qid"]), str(d["candidate"]))] = d["label"]
     windows = []
     for f in pools_files:
         for p in json.loads(Path(f).read_text()):
@@ -82,15 +83,32 @@ def rebuild_constants(run, log, pools=None, labels=None):
                 continue
             ids = [str(h["docid"]) for h in p["hits"][:depth]]
             for s in range(0, depth, width):
-                windows.append((qid, [labels[(qid, c)] for c in ids[s:s + width]]))
+                windows.append((qid, s, [grades[(qid, c)] for c in ids[s:s + width]]))
+    return windows
+
+
+def logged_windows(run, log, windows):
+    """The windows of each logged step (a list per step), each checked
+    against the step's logged query id."""
+    out = []
+    for line in log:
+        ws = [windows[e] for e in line.get("examples") or [line["example"]]]
+        if ws[0][0] != str(line["qid"]):
+            sys.exit(f"{run}: step {line['step']} logged query {line['qid']} but window "
+                     f"{line['example']} is {ws[0][0]}")
+        out.append(ws)
+    return out
+
+
+def rebuild_constants(run, log, pools=None, labels=None):
+    """Per-step constant-score loss and constant-distribution cross-entropy
+    for logs without those fields."""
+    windows = [(q, ys) for q, _, ys in training_windows(run, pools, labels)]
     every = [y for _, ys in windows for y in ys]
     mean = sum(every) / len(every)
     marginal = [sum(two_point(y)[g] for y in every) / len(every) for g in range(4)]
     sq, ce = [], []
-    for line in log:
-        qid_ys = [windows[e] for e in line.get("examples") or [line["example"]]]
-        if qid_ys[0][0] != str(line["qid"]):
-            sys.exit(f"step {line['step']}: logged query {line['qid']} but window {line['example']} is {qid_ys[0][0]}")
+    for qid_ys in logged_windows(run, log, windows):
         sq.append(sum(sum((y - mean) ** 2 for y in ys) / len(ys) for _, ys in qid_ys) / len(qid_ys))
         ce.append(sum(-sum(q * math.log(m) for q, m in zip(two_point(y), marginal) if q > 0)
                       for _, ys in qid_ys for y in ys) / sum(len(ys) for _, ys in qid_ys))
