@@ -12,23 +12,30 @@
 #
 #   scripts/width10_crossed.sh                        # the crossing: STAGES="0:1 1:0"
 #   STAGES="1:2 1:3" scripts/width10_crossed.sh       # two more stage seeds from start 1
+#   STEPS=144 STAGES="0:0 1:0" scripts/width10_crossed.sh   # longer stages (crossed.md, "Longer stages")
 #
 # STAGES lists START:STAGE pairs (START: the width-4 student of that training
 # seed; STAGE: this stage's --seed), run two at a time; STEPS (48) and PERMS
 # (5) as in width10_stage.sh. Resumable. Names: ...-from-w4seedS-... is the
 # start, a trailing -seedN (absent for 0) the stage seed; width10_stage.sh's
-# own stages (start = stage seed) are ...-from-w4[-seedN]-....
+# own stages (start = stage seed) are ...-from-w4[-seedN]-.... At 48 steps
+# start = stage seed is width10_stage.sh's run and is refused here; at other
+# STEPS it is trained here, under width10_stage.sh's names.
 #
 # Writes compare-crossed.md (every OC-SFT stage of this kind that has an
 # audit, both width10_stage.sh seeds included, against the base model), each
 # crossed stage against its start's zero-shot width-10 audit
 # (scripts/width_transfer.sh), and the variance and window-spread tables of
-# all of them. Width-4 students exist for training seeds 0 and 1 only.
+# all of them. At STEPS other than 48 the tables are named ...-sSTEPS.md and
+# cover the stages of that length, and each is also compared with its
+# 48-step twin (same start, same stage seed) where that has an audit. Width-4
+# students exist for training seeds 0 and 1 only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/report-lib.sh
 source scripts/report-lib.sh
 BIN=${OCRANK:-target/release/ocrank}
+D=${DATA:-../shared/data/msmarco}
 STEPS=${STEPS:-48}
 PERMS=${PERMS:-5}
 STAGES=${STAGES:-0:1 1:0}
@@ -36,24 +43,27 @@ W4=reports/training/width4
 Z=$W4/width10
 OUT=reports/training/width10
 RUNS=runs/width10
+TS=""; [ "$STEPS" = 48 ] || TS="-s$STEPS"
 mkdir -p "$RUNS" "$OUT" runs/train
 minilm_labels runs/train/labels-minilm.jsonl
 sfx() { [ "$1" = 0 ] || echo "-seed$1"; }
-# The audit of the OC-SFT stage from start $1 with stage seed $2.
-audit_dir() { local from="w4seed$1$(sfx "$2")"
-    [ "$1" != "$2" ] || from="w4$(sfx "$1")"
-    echo "$OUT/oc-sft-aug-spread-s$STEPS-from-$from-lambda0.05-floor1e-5-m$PERMS"; }
+# The start's tag in the names: width10_stage.sh's when start = stage seed.
+init_tag() { if [ "$1" = "$2" ]; then echo w4; else echo "w4seed$1"; fi; }
+# The audit of the OC-SFT stage of $3 steps (STEPS) from start $1 with stage seed $2.
+audit_dir() { echo "$OUT/oc-sft-aug-spread-s${3:-$STEPS}-from-$(init_tag "$1" "$2")$(sfx "$2")-lambda0.05-floor1e-5-m$PERMS"; }
 common=(env WIDTH=10 STEPS="$STEPS" PERMS="$PERMS" LR=1e-3 BASE=0 OUT="$OUT" RUNS="$RUNS"
     INIT="$W4/adapters" OBJECTIVES=oc-sft-aug-spread LAMBDA=0.05 SPREAD_FLOOR=1e-5
     TAG=lambda0.05-floor1e-5 RAYON_NUM_THREADS=1)
 pids=(); failed=0
 for pair in $STAGES; do
     start=${pair%%:*}; stage=${pair##*:}
-    [ "$start" != "$stage" ] || { echo "$pair: start = stage seed is width10_stage.sh's run" >&2; exit 2; }
+    if [ "$start" = "$stage" ] && [ "$STEPS" = 48 ]; then
+        echo "$pair: at 48 steps start = stage seed is width10_stage.sh's run" >&2; exit 2
+    fi
     if [ "${#pids[@]}" -ge 2 ]; then wait "${pids[0]}" || failed=1; pids=("${pids[@]:1}"); fi
     "${common[@]}" INIT_SFX="-s80-w5-from-w2-perm-aug$(sfx "$start")-lambda0.05-floor1e-5" \
-        INIT_TAG="w4seed$start" SEED="$stage" \
-        scripts/width_report.sh > "$RUNS/crossed-start$start-stage$stage.log" 2>&1 &
+        INIT_TAG="$(init_tag "$start" "$stage")" SEED="$stage" \
+        scripts/width_report.sh > "$RUNS/crossed$TS-start$start-stage$stage.log" 2>&1 &
     pids+=($!)
 done
 for p in "${pids[@]}"; do wait "$p" || failed=1; done
@@ -64,14 +74,18 @@ for start in 0 1; do for stage in 0 1 2 3 4 5 6 7 8 9; do
     d=$(audit_dir "$start" "$stage")
     [ ! -f "$d/results.json" ] || all+=("$d")
 done; done
-compare_audits "$OUT/compare-crossed.md" "$Z/off-the-shelf" "${all[@]}"
-for start in 0 1; do
-    zs=$Z/oc-sft-spread$(sfx "$start")
-    for d in "${all[@]}"; do
-        case $d in *-from-w4seed$start-*)
-            compare_audits "$OUT/compare-$(basename "$d")-vs-zero-shot.md" "$zs" "$d";;
-        esac
-    done
-done
-python3 scripts/score_variance.py "${all[@]}" --out "$OUT/variance-crossed.md"
-python3 scripts/window_spread.py "${all[@]}" --out "$OUT/window-spread-crossed.md"
+compare_audits "$OUT/compare-crossed$TS.md" "$Z/off-the-shelf" "${all[@]}"
+for start in 0 1; do for stage in 0 1 2 3 4 5 6 7 8 9; do
+    d=$(audit_dir "$start" "$stage")
+    [ -f "$d/results.json" ] || continue
+    # width10_stage.sh's own 48-step stages have their zero-shot comparison there.
+    if [ "$start" != "$stage" ] || [ -n "$TS" ]; then
+        compare_audits "$OUT/compare-$(basename "$d")-vs-zero-shot.md" "$Z/oc-sft-spread$(sfx "$start")" "$d"
+    fi
+    twin=$(audit_dir "$start" "$stage" 48)
+    if [ -n "$TS" ] && [ -f "$twin/results.json" ]; then
+        compare_audits "$OUT/compare-$(basename "$d")-vs-s48.md" "$twin" "$d"
+    fi
+done; done
+python3 scripts/score_variance.py "${all[@]}" --out "$OUT/variance-crossed$TS.md"
+python3 scripts/window_spread.py "${all[@]}" --out "$OUT/window-spread-crossed$TS.md"
