@@ -154,12 +154,10 @@ fn serve_scores_like_the_audit_and_names_bad_requests() {
             worst = worst.max(d.abs());
         }
     }
-    // The committed audit was scored on another machine: f32 matrix products
-    // block by the CPU's caches and features, which moves the grade
-    // probabilities in the sixth decimal (5.6e-6 on a 2-core AVX-512 Xeon,
-    // the same on every rerun there). A wrong slot, window or prompt moves
-    // them by far more than 1e-4.
-    assert!(worst <= 1e-4, "grade probabilities differ by {worst:e}");
+    assert!(
+        worst <= common::COMMITTED_PROB_TOL,
+        "grade probabilities differ by {worst:e}"
+    );
 
     // The ranking sorts by score; the retained set is score >= threshold.
     let score_of = |id: &serde_json::Value| {

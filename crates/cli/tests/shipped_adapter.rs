@@ -96,12 +96,10 @@ fn shipped_adapter_reproduces_the_report_on_a_dl19_query() {
             }
         }
     }
-    // The committed report was scored on another machine; the same f32
-    // forward moves in the sixth decimal across CPUs (5.6e-6 on a 2-core
-    // AVX-512 Xeon, identical on every rerun there: matrix products block
-    // by the CPU's caches and features). A wrong adapter, slot or prompt
-    // moves the probabilities by far more than 1e-4.
-    assert!(worst <= 1e-4, "grade probabilities differ by {worst:e}");
+    assert!(
+        worst <= common::COMMITTED_PROB_TOL,
+        "grade probabilities differ by {worst:e}"
+    );
 
     let (ours, theirs) = (
         read_json(&out.join("results.json")),
