@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# The other recipes beside the longer OC-SFT stages
+# (reports/training/width10/crossed.md, "Longer stages"): issue 5 compares
+# OC-SFT with single-order and perm-aug at the same steps and on the same
+# data. A control here is a width-4 student of the same training seed
+# (START), trained STEPS more steps at width 10 with its own objective and
+# the same stage seed (STAGE: data order, view permutations, dropout) as an
+# OC-SFT stage of scripts/width10_crossed.sh, so it sees the same windows in
+# the same order; audited like every width-10 stage (DL19, 43 queries, two
+# windows of 10, M = PERMS) and compared, paired, with that OC-SFT stage.
+#
+#   scripts/width10_controls.sh                                   # CONTROLS="single-order:1:2 perm-aug:1:0"
+#   CONTROLS="single-order:1:0" scripts/width10_controls.sh       # the first control (already kept)
+#
+# CONTROLS lists OBJECTIVE:START:STAGE triples, run two at a time, one
+# thread each (2 cores). STEPS (144) and PERMS (5) as in width10_crossed.sh.
+# Resumable: kept adapters are not retrained, audits score only missing
+# windows. Names follow width10_crossed.sh: OBJECTIVE-sSTEPS-from-w4seedS
+# [-seedN]-mPERMS (from-w4[-seedN] when start = stage seed). Writes
+# compare-sSTEPS-from-TAG[-seedN]-vs-OBJECTIVE.md for each control whose
+# OC-SFT twin has an audit, and, where an objective has two or more such
+# pairs (any start and stage seed, also from earlier invocations),
+# seed-pooled-sSTEPS-oc-sft-spread-vs-OBJECTIVE.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=scripts/report-lib.sh
+source scripts/report-lib.sh
+BIN=${OCRANK:-target/release/ocrank}
+D=${DATA:-../shared/data/msmarco}
+STEPS=${STEPS:-144}
+PERMS=${PERMS:-5}
+CONTROLS=${CONTROLS:-single-order:1:2 perm-aug:1:0}
+W4=reports/training/width4
+OUT=reports/training/width10
+RUNS=runs/width10
+mkdir -p "$RUNS" "$OUT" runs/train
+minilm_labels runs/train/labels-minilm.jsonl
+sfx() { [ "$1" = 0 ] || echo "-seed$1"; }
+init_tag() { if [ "$1" = "$2" ]; then echo w4; else echo "w4seed$1"; fi; }
+common=(env WIDTH=10 STEPS="$STEPS" PERMS="$PERMS" LR=1e-3 BASE=0 OUT="$OUT" RUNS="$RUNS"
+    INIT="$W4/adapters" RAYON_NUM_THREADS=1)
+pids=(); failed=0
+for c in $CONTROLS; do
+    IFS=: read -r obj start stage <<< "$c"
+    case $obj in single-order|perm-aug) ;;
+        *) echo "$c: the controls are single-order and perm-aug" >&2; exit 2;; esac
+    if [ "${#pids[@]}" -ge 2 ]; then wait "${pids[0]}" || failed=1; pids=("${pids[@]:1}"); fi
+    "${common[@]}" OBJECTIVES="$obj" INIT_SFX="-s80-w5-from-w2$(sfx "$start")" \
+        INIT_TAG="$(init_tag "$start" "$stage")" SEED="$stage" \
+        scripts/width_report.sh > "$RUNS/control-s$STEPS-$obj-start$start-stage$stage.log" 2>&1 &
+    pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p" || failed=1; done
+[ "$failed" = 0 ] || { echo "a control failed: see $RUNS/control-*.log" >&2; exit 1; }
+
+for c in $CONTROLS; do
+    IFS=: read -r obj start stage <<< "$c"
+    name=s$STEPS-from-$(init_tag "$start" "$stage")$(sfx "$stage")
+    oc=$OUT/oc-sft-aug-spread-$name-lambda0.05-floor1e-5-m$PERMS
+    if [ -f "$oc/results.json" ]; then
+        compare_audits "$OUT/compare-$name-vs-$obj.md" "$OUT/$obj-$name-m$PERMS" "$oc"
+    else
+        echo "no OC-SFT audit $oc to compare $obj with"
+    fi
+done
+
+# Every control of this length with an OC-SFT twin, also those of earlier
+# invocations: with two or more of one objective, the OC-SFT-minus-control
+# difference pooled over them (scripts/seed_pooled.py; each pair is one
+# start and stage seed).
+for obj in single-order perm-aug; do
+    pairs=()
+    for start in 0 1; do for stage in 0 1 2 3 4 5 6 7 8 9; do
+        name=s$STEPS-from-$(init_tag "$start" "$stage")$(sfx "$stage")
+        ctl=$OUT/$obj-$name-m$PERMS
+        oc=$OUT/oc-sft-aug-spread-$name-lambda0.05-floor1e-5-m$PERMS
+        [ -f "$ctl/results.json" ] && [ -f "$oc/results.json" ] || continue
+        pairs+=(--pair "$oc" "$ctl")
+    done; done
+    if [ "${#pairs[@]}" -ge 6 ]; then
+        python3 scripts/seed_pooled.py "${pairs[@]}" \
+            --measures ndcg_at_10,ndcg_at_10_mean,ndcg_at_10_worst,tau_psi,retained_set_overlap \
+            --out "$OUT/seed-pooled-s$STEPS-oc-sft-spread-vs-$obj.md"
+    fi
+done
