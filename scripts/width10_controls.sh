@@ -39,11 +39,17 @@ sfx() { [ "$1" = 0 ] || echo "-seed$1"; }
 init_tag() { if [ "$1" = "$2" ]; then echo w4; else echo "w4seed$1"; fi; }
 common=(env WIDTH=10 STEPS="$STEPS" PERMS="$PERMS" LR=1e-3 BASE=0 OUT="$OUT" RUNS="$RUNS"
     INIT="$W4/adapters" RAYON_NUM_THREADS=1)
-pids=(); failed=0
+# Every triple is checked before any run starts.
 for c in $CONTROLS; do
     IFS=: read -r obj start stage <<< "$c"
     case $obj in single-order|perm-aug) ;;
         *) echo "$c: the controls are single-order and perm-aug" >&2; exit 2;; esac
+    [[ "$start" =~ ^[0-9]+$ && "$stage" =~ ^[0-9]+$ ]] \
+        || { echo "$c: START and STAGE must be seeds (OBJECTIVE:START:STAGE)" >&2; exit 2; }
+done
+pids=(); failed=0
+for c in $CONTROLS; do
+    IFS=: read -r obj start stage <<< "$c"
     if [ "${#pids[@]}" -ge 2 ]; then wait "${pids[0]}" || failed=1; pids=("${pids[@]:1}"); fi
     "${common[@]}" OBJECTIVES="$obj" INIT_SFX="-s80-w5-from-w2$(sfx "$start")" \
         INIT_TAG="$(init_tag "$start" "$stage")" SEED="$stage" \
