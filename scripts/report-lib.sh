@@ -1,6 +1,7 @@
 # Shared steps of the training report scripts (sourced, not run). The caller
 # sets BIN (the ocrank binary), D (the msmarco data directory) and, for
-# batched_audit, OUT, PERMS and the arrays SCORER and MODEL.
+# batched_audit, OUT, PERMS and the arrays SCORER and MODEL (OUT and PERMS
+# also for oc_sft_stage_audit).
 
 # minilm_labels FILE [DEPTH [POOLS...]]: the MiniLM teacher's labels for the
 # DL21 + DL22 training pools (and any further POOLS) to DEPTH (default 20),
@@ -29,3 +30,16 @@ compare_audits() { out=$1; shift
     "$BIN" compare "$@" \
         --measures ndcg_at_10,ndcg_at_10_mean,ndcg_at_10_worst,tau_psi,retained_set_overlap \
         --out "$out"; }
+
+# Names of the width-10 stages (scripts/width10_crossed.sh,
+# scripts/width10_controls.sh). seed_sfx SEED: "-seedSEED", empty for 0.
+# stage_tag START STAGE: the start's tag, width10_stage.sh's "w4" when start
+# = stage seed, else "w4seedSTART". stage_name STEPS START STAGE:
+# "sSTEPS-from-TAG[-seedSTAGE]", the part of every run's name (width_report.sh
+# builds it from STEPS, INIT_TAG and SEED) that says which stage it is.
+seed_sfx() { [ "$1" = 0 ] || echo "-seed$1"; }
+stage_tag() { if [ "$1" = "$2" ]; then echo w4; else echo "w4seed$1"; fi; }
+stage_name() { echo "s$1-from-$(stage_tag "$2" "$3")$(seed_sfx "$3")"; }
+# oc_sft_stage_audit STEPS START STAGE: that OC-SFT stage's audit (spread
+# term, lambda 0.05, floor 1e-5) in $OUT with $PERMS orders.
+oc_sft_stage_audit() { echo "$OUT/oc-sft-aug-spread-$(stage_name "$@")-lambda0.05-floor1e-5-m$PERMS"; }

@@ -20,7 +20,8 @@
 # compare-sSTEPS-from-TAG[-seedN]-vs-OBJECTIVE.md for each control whose
 # OC-SFT twin has an audit, and, where an objective has two or more such
 # pairs (any start and stage seed, also from earlier invocations),
-# seed-pooled-sSTEPS-oc-sft-spread-vs-OBJECTIVE.md.
+# seed-pooled-sSTEPS-oc-sft-spread-vs-OBJECTIVE.md, and the variance shares
+# of all those controls, variance-controls-sSTEPS.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/report-lib.sh
@@ -35,8 +36,6 @@ OUT=reports/training/width10
 RUNS=runs/width10
 mkdir -p "$RUNS" "$OUT" runs/train
 minilm_labels runs/train/labels-minilm.jsonl
-sfx() { [ "$1" = 0 ] || echo "-seed$1"; }
-init_tag() { if [ "$1" = "$2" ]; then echo w4; else echo "w4seed$1"; fi; }
 common=(env WIDTH=10 STEPS="$STEPS" PERMS="$PERMS" LR=1e-3 BASE=0 OUT="$OUT" RUNS="$RUNS"
     INIT="$W4/adapters" RAYON_NUM_THREADS=1)
 # Every triple is checked before any run starts.
@@ -51,8 +50,8 @@ pids=(); failed=0
 for c in $CONTROLS; do
     IFS=: read -r obj start stage <<< "$c"
     if [ "${#pids[@]}" -ge 2 ]; then wait "${pids[0]}" || failed=1; pids=("${pids[@]:1}"); fi
-    "${common[@]}" OBJECTIVES="$obj" INIT_SFX="-s80-w5-from-w2$(sfx "$start")" \
-        INIT_TAG="$(init_tag "$start" "$stage")" SEED="$stage" \
+    "${common[@]}" OBJECTIVES="$obj" INIT_SFX="-s80-w5-from-w2$(seed_sfx "$start")" \
+        INIT_TAG="$(stage_tag "$start" "$stage")" SEED="$stage" \
         scripts/width_report.sh > "$RUNS/control-s$STEPS-$obj-start$start-stage$stage.log" 2>&1 &
     pids+=($!)
 done
@@ -61,8 +60,8 @@ for p in "${pids[@]}"; do wait "$p" || failed=1; done
 
 for c in $CONTROLS; do
     IFS=: read -r obj start stage <<< "$c"
-    name=s$STEPS-from-$(init_tag "$start" "$stage")$(sfx "$stage")
-    oc=$OUT/oc-sft-aug-spread-$name-lambda0.05-floor1e-5-m$PERMS
+    name=$(stage_name "$STEPS" "$start" "$stage")
+    oc=$(oc_sft_stage_audit "$STEPS" "$start" "$stage")
     if [ -f "$oc/results.json" ]; then
         compare_audits "$OUT/compare-$name-vs-$obj.md" "$OUT/$obj-$name-m$PERMS" "$oc"
     else
@@ -74,18 +73,19 @@ done
 # invocations: with two or more of one objective, the OC-SFT-minus-control
 # difference pooled over them (scripts/seed_pooled.py; each pair is one
 # start and stage seed).
+controls=()
 for obj in single-order perm-aug; do
     pairs=()
     for start in 0 1; do for stage in 0 1 2 3 4 5 6 7 8 9; do
-        name=s$STEPS-from-$(init_tag "$start" "$stage")$(sfx "$stage")
-        ctl=$OUT/$obj-$name-m$PERMS
-        oc=$OUT/oc-sft-aug-spread-$name-lambda0.05-floor1e-5-m$PERMS
+        ctl=$OUT/$obj-$(stage_name "$STEPS" "$start" "$stage")-m$PERMS
+        oc=$(oc_sft_stage_audit "$STEPS" "$start" "$stage")
         [ -f "$ctl/results.json" ] && [ -f "$oc/results.json" ] || continue
-        pairs+=(--pair "$oc" "$ctl")
+        pairs+=(--pair "$oc" "$ctl"); controls+=("$ctl")
     done; done
     if [ "${#pairs[@]}" -ge 6 ]; then
-        python3 scripts/seed_pooled.py "${pairs[@]}" \
-            --measures ndcg_at_10,ndcg_at_10_mean,ndcg_at_10_worst,tau_psi,retained_set_overlap \
-            --out "$OUT/seed-pooled-s$STEPS-oc-sft-spread-vs-$obj.md"
+        python3 scripts/seed_pooled.py "${pairs[@]}" --out "$OUT/seed-pooled-s$STEPS-oc-sft-spread-vs-$obj.md"
     fi
 done
+# Where each control's score variance lies (slot, candidate, query), as
+# variance-crossed-sSTEPS.md gives it for the OC-SFT stages.
+python3 scripts/score_variance.py "${controls[@]}" --out "$OUT/variance-controls-s$STEPS.md"

@@ -46,11 +46,6 @@ RUNS=runs/width10
 TS=""; [ "$STEPS" = 48 ] || TS="-s$STEPS"
 mkdir -p "$RUNS" "$OUT" runs/train
 minilm_labels runs/train/labels-minilm.jsonl
-sfx() { [ "$1" = 0 ] || echo "-seed$1"; }
-# The start's tag in the names: width10_stage.sh's when start = stage seed.
-init_tag() { if [ "$1" = "$2" ]; then echo w4; else echo "w4seed$1"; fi; }
-# The audit of the OC-SFT stage of $3 steps (STEPS) from start $1 with stage seed $2.
-audit_dir() { echo "$OUT/oc-sft-aug-spread-s${3:-$STEPS}-from-$(init_tag "$1" "$2")$(sfx "$2")-lambda0.05-floor1e-5-m$PERMS"; }
 common=(env WIDTH=10 STEPS="$STEPS" PERMS="$PERMS" LR=1e-3 BASE=0 OUT="$OUT" RUNS="$RUNS"
     INIT="$W4/adapters" OBJECTIVES=oc-sft-aug-spread LAMBDA=0.05 SPREAD_FLOOR=1e-5
     TAG=lambda0.05-floor1e-5 RAYON_NUM_THREADS=1)
@@ -61,8 +56,8 @@ for pair in $STAGES; do
         echo "$pair: at 48 steps start = stage seed is width10_stage.sh's run" >&2; exit 2
     fi
     if [ "${#pids[@]}" -ge 2 ]; then wait "${pids[0]}" || failed=1; pids=("${pids[@]:1}"); fi
-    "${common[@]}" INIT_SFX="-s80-w5-from-w2-perm-aug$(sfx "$start")-lambda0.05-floor1e-5" \
-        INIT_TAG="$(init_tag "$start" "$stage")" SEED="$stage" \
+    "${common[@]}" INIT_SFX="-s80-w5-from-w2-perm-aug$(seed_sfx "$start")-lambda0.05-floor1e-5" \
+        INIT_TAG="$(stage_tag "$start" "$stage")" SEED="$stage" \
         scripts/width_report.sh > "$RUNS/crossed$TS-start$start-stage$stage.log" 2>&1 &
     pids+=($!)
 done
@@ -71,18 +66,18 @@ for p in "${pids[@]}"; do wait "$p" || failed=1; done
 
 all=()
 for start in 0 1; do for stage in 0 1 2 3 4 5 6 7 8 9; do
-    d=$(audit_dir "$start" "$stage")
+    d=$(oc_sft_stage_audit "$STEPS" "$start" "$stage")
     [ ! -f "$d/results.json" ] || all+=("$d")
 done; done
 compare_audits "$OUT/compare-crossed$TS.md" "$Z/off-the-shelf" "${all[@]}"
 for start in 0 1; do for stage in 0 1 2 3 4 5 6 7 8 9; do
-    d=$(audit_dir "$start" "$stage")
+    d=$(oc_sft_stage_audit "$STEPS" "$start" "$stage")
     [ -f "$d/results.json" ] || continue
     # width10_stage.sh's own 48-step stages have their zero-shot comparison there.
     if [ "$start" != "$stage" ] || [ -n "$TS" ]; then
-        compare_audits "$OUT/compare-$(basename "$d")-vs-zero-shot.md" "$Z/oc-sft-spread$(sfx "$start")" "$d"
+        compare_audits "$OUT/compare-$(basename "$d")-vs-zero-shot.md" "$Z/oc-sft-spread$(seed_sfx "$start")" "$d"
     fi
-    twin=$(audit_dir "$start" "$stage" 48)
+    twin=$(oc_sft_stage_audit 48 "$start" "$stage")
     if [ -n "$TS" ] && [ -f "$twin/results.json" ]; then
         compare_audits "$OUT/compare-$(basename "$d")-vs-s48.md" "$twin" "$d"
     fi

@@ -54,9 +54,9 @@ wait "$spread" || { echo "OC-SFT-spread failed: $RUNS/oc-sft-aug-spread$SS.log" 
 wait "$others" || { echo "single-order/perm-aug failed: $RUNS/single-order-perm-aug$SS.log" >&2; failed=1; }
 [ "$failed" = 0 ] || exit 1
 
-S=s$STEPS-from-w4$SS; M=m$PERMS
+S=$(stage_name "$STEPS" "$SEED" "$SEED"); M=m$PERMS
 so=$OUT/single-order-$S-$M; pa=$OUT/perm-aug-$S-$M
-oc=$OUT/oc-sft-aug-spread-$S-lambda0.05-floor1e-5-$M
+oc=$(oc_sft_stage_audit "$STEPS" "$SEED" "$SEED")
 compare_audits "$OUT/compare$SS.md" "$Z/off-the-shelf" "$so" "$pa" "$oc"
 compare_audits "$OUT/compare-vs-single-order$SS.md" "$so" "$pa" "$oc"
 compare_audits "$OUT/compare-oc-sft-spread-vs-perm-aug$SS.md" "$pa" "$oc"
