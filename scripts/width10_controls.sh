@@ -72,7 +72,11 @@ done
 # Every control of this length with an OC-SFT twin, also those of earlier
 # invocations: with two or more of one objective, the OC-SFT-minus-control
 # difference pooled over them (scripts/seed_pooled.py; each pair is one
-# start and stage seed).
+# start and stage seed). Invocations running side by side take turns here
+# (flock), so the last to finish writes the pooled files from every
+# finished audit and no two write them at once.
+exec 9> "$RUNS/controls-s$STEPS.lock"
+flock 9
 controls=()
 for obj in single-order perm-aug; do
     pairs=()
