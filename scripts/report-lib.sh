@@ -43,3 +43,19 @@ stage_name() { echo "s$1-from-$(stage_tag "$2" "$3")$(seed_sfx "$3")"; }
 # oc_sft_stage_audit STEPS START STAGE: that OC-SFT stage's audit (spread
 # term, lambda 0.05, floor 1e-5) in $OUT with $PERMS orders.
 oc_sft_stage_audit() { echo "$OUT/oc-sft-aug-spread-$(stage_name "$@")-lambda0.05-floor1e-5-m$PERMS"; }
+
+# Background runs, at most LANES (default 2) at a time, each its own process
+# (set RAYON_NUM_THREADS=1 for one thread each on 2 cores).
+# run_in_lane LOG CMD...: waits until fewer than LANES background jobs of
+# this shell run, then starts CMD with stdout and stderr to LOG.
+# lanes_wait MESSAGE: waits for every run started so far, also those that
+# ended while others ran, and exits 1 with MESSAGE if any failed.
+lane_pids=()
+run_in_lane() { local log=$1; shift
+    while [ "$(jobs -rp | wc -l)" -ge "${LANES:-2}" ]; do sleep 5; done
+    "$@" > "$log" 2>&1 &
+    lane_pids+=($!); }
+lanes_wait() { local p failed=0
+    for p in "${lane_pids[@]}"; do wait "$p" || failed=1; done
+    lane_pids=()
+    [ "$failed" = 0 ] || { echo "$1" >&2; exit 1; }; }

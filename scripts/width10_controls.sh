@@ -12,7 +12,7 @@
 #   scripts/width10_controls.sh                                   # CONTROLS="single-order:1:2 perm-aug:1:0"
 #   CONTROLS="single-order:1:0" scripts/width10_controls.sh       # the first control (already kept)
 #
-# CONTROLS lists OBJECTIVE:START:STAGE triples, run two at a time, one
+# CONTROLS lists OBJECTIVE:START:STAGE triples, run two at a time (LANES), one
 # thread each (2 cores). STEPS (144) and PERMS (5) as in width10_crossed.sh.
 # Resumable: kept adapters are not retrained, audits score only missing
 # windows. Names follow width10_crossed.sh: OBJECTIVE-sSTEPS-from-w4seedS
@@ -36,7 +36,7 @@ OUT=reports/training/width10
 RUNS=runs/width10
 mkdir -p "$RUNS" "$OUT" runs/train
 minilm_labels runs/train/labels-minilm.jsonl
-common=(env WIDTH=10 STEPS="$STEPS" PERMS="$PERMS" LR=1e-3 BASE=0 OUT="$OUT" RUNS="$RUNS"
+common=(env LANES=1 WIDTH=10 STEPS="$STEPS" PERMS="$PERMS" LR=1e-3 BASE=0 OUT="$OUT" RUNS="$RUNS"
     INIT="$W4/adapters" RAYON_NUM_THREADS=1)
 # Every triple is checked before any run starts.
 for c in $CONTROLS; do
@@ -46,17 +46,13 @@ for c in $CONTROLS; do
     [[ "$start" =~ ^[0-9]+$ && "$stage" =~ ^[0-9]+$ ]] \
         || { echo "$c: START and STAGE must be seeds (OBJECTIVE:START:STAGE)" >&2; exit 2; }
 done
-pids=(); failed=0
 for c in $CONTROLS; do
     IFS=: read -r obj start stage <<< "$c"
-    if [ "${#pids[@]}" -ge 2 ]; then wait "${pids[0]}" || failed=1; pids=("${pids[@]:1}"); fi
-    "${common[@]}" OBJECTIVES="$obj" INIT_SFX="-s80-w5-from-w2$(seed_sfx "$start")" \
-        INIT_TAG="$(stage_tag "$start" "$stage")" SEED="$stage" \
-        scripts/width_report.sh > "$RUNS/control-s$STEPS-$obj-start$start-stage$stage.log" 2>&1 &
-    pids+=($!)
+    run_in_lane "$RUNS/control-s$STEPS-$obj-start$start-stage$stage.log" \
+        "${common[@]}" OBJECTIVES="$obj" INIT_SFX="-s80-w5-from-w2$(seed_sfx "$start")" \
+        INIT_TAG="$(stage_tag "$start" "$stage")" SEED="$stage" scripts/width_report.sh
 done
-for p in "${pids[@]}"; do wait "$p" || failed=1; done
-[ "$failed" = 0 ] || { echo "a control failed: see $RUNS/control-*.log" >&2; exit 1; }
+lanes_wait "a control failed: see $RUNS/control-*.log"
 
 for c in $CONTROLS; do
     IFS=: read -r obj start stage <<< "$c"

@@ -46,23 +46,19 @@ RUNS=runs/width10
 TS=""; [ "$STEPS" = 48 ] || TS="-s$STEPS"
 mkdir -p "$RUNS" "$OUT" runs/train
 minilm_labels runs/train/labels-minilm.jsonl
-common=(env WIDTH=10 STEPS="$STEPS" PERMS="$PERMS" LR=1e-3 BASE=0 OUT="$OUT" RUNS="$RUNS"
+common=(env LANES=1 WIDTH=10 STEPS="$STEPS" PERMS="$PERMS" LR=1e-3 BASE=0 OUT="$OUT" RUNS="$RUNS"
     INIT="$W4/adapters" OBJECTIVES=oc-sft-aug-spread LAMBDA=0.05 SPREAD_FLOOR=1e-5
     TAG=lambda0.05-floor1e-5 RAYON_NUM_THREADS=1)
-pids=(); failed=0
 for pair in $STAGES; do
     start=${pair%%:*}; stage=${pair##*:}
     if [ "$start" = "$stage" ] && [ "$STEPS" = 48 ]; then
         echo "$pair: at 48 steps start = stage seed is width10_stage.sh's run" >&2; exit 2
     fi
-    if [ "${#pids[@]}" -ge 2 ]; then wait "${pids[0]}" || failed=1; pids=("${pids[@]:1}"); fi
-    "${common[@]}" INIT_SFX="-s80-w5-from-w2-perm-aug$(seed_sfx "$start")-lambda0.05-floor1e-5" \
-        INIT_TAG="$(stage_tag "$start" "$stage")" SEED="$stage" \
-        scripts/width_report.sh > "$RUNS/crossed$TS-start$start-stage$stage.log" 2>&1 &
-    pids+=($!)
+    run_in_lane "$RUNS/crossed$TS-start$start-stage$stage.log" \
+        "${common[@]}" INIT_SFX="-s80-w5-from-w2-perm-aug$(seed_sfx "$start")-lambda0.05-floor1e-5" \
+        INIT_TAG="$(stage_tag "$start" "$stage")" SEED="$stage" scripts/width_report.sh
 done
-for p in "${pids[@]}"; do wait "$p" || failed=1; done
-[ "$failed" = 0 ] || { echo "a stage failed: see $RUNS/crossed-*.log" >&2; exit 1; }
+lanes_wait "a stage failed: see $RUNS/crossed*.log"
 
 all=()
 for start in 0 1; do for stage in 0 1 2 3 4 5 6 7 8 9; do

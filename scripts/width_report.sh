@@ -106,15 +106,13 @@ train_and_audit() { local obj=$1 run="$RUNS/$1$SFX" kept="$OUT/adapters/$1$SFX"
     batched_audit "$obj$SFX$MSFX" --adapter "$kept"
 }
 
-jobs_pids=()
 # Runs "$@" as lane NAME: with LANES > 1 in the background once a lane is
-# free, logged to $RUNS/NAME.log; otherwise in the foreground.
+# free (report-lib's run_in_lane), logged to $RUNS/NAME.log; otherwise in
+# the foreground.
 lane() { local name=$1; shift
     if [ "$LANES" -gt 1 ]; then
-        while [ "$(jobs -rp | wc -l)" -ge "$LANES" ]; do sleep 10; done
         echo "== $name: log in $RUNS/$name.log"
-        "$@" > "$RUNS/$name.log" 2>&1 &
-        jobs_pids+=($!)
+        run_in_lane "$RUNS/$name.log" "$@"
     else
         "$@"
     fi; }
@@ -122,10 +120,7 @@ BASE=${BASE:-1}
 if [ "$BASE" = 1 ]; then lane "off-the-shelf$MSFX" batched_audit "off-the-shelf$MSFX"; fi
 for obj in $OBJECTIVES; do lane "$obj$SFX$MSFX" train_and_audit "$obj"; done
 if [ "$BASE" = last ]; then lane "off-the-shelf$MSFX" batched_audit "off-the-shelf$MSFX"; fi
-# The exit status of every lane, also of those that ended while we waited.
-failed=0
-for p in "${jobs_pids[@]}"; do wait "$p" || failed=1; done
-[ "$failed" = 0 ] || { echo "a lane failed: see the logs in $RUNS" >&2; exit 1; }
+lanes_wait "a lane failed: see the logs in $RUNS"
 # Compare every finished audit of these settings, also those of objectives
 # trained by an earlier invocation (e.g. single-order, then oc-sft alone).
 dirs=()
