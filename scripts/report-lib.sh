@@ -43,6 +43,10 @@ stage_name() { echo "s$1-from-$(stage_tag "$2" "$3")$(seed_sfx "$3")"; }
 # oc_sft_stage_audit STEPS START STAGE: that OC-SFT stage's audit (spread
 # term, lambda 0.05, floor 1e-5) in $OUT with $PERMS orders.
 oc_sft_stage_audit() { echo "$OUT/oc-sft-aug-spread-$(stage_name "$@")-lambda0.05-floor1e-5-m$PERMS"; }
+# stage_seeds: every START STAGE a width-10 stage can have, one pair a line
+# (width-4 students exist for training seeds 0 and 1; stage seeds 0-9).
+stage_seeds() { local start stage
+    for start in 0 1; do for stage in 0 1 2 3 4 5 6 7 8 9; do echo "$start $stage"; done; done; }
 
 # Background runs, at most LANES (default 2) at a time, each its own process
 # (set RAYON_NUM_THREADS=1 for one thread each on 2 cores).

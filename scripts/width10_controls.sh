@@ -76,12 +76,12 @@ flock 9
 controls=()
 for obj in single-order perm-aug; do
     pairs=()
-    for start in 0 1; do for stage in 0 1 2 3 4 5 6 7 8 9; do
+    while read -r start stage <&3; do
         ctl=$OUT/$obj-$(stage_name "$STEPS" "$start" "$stage")-m$PERMS
         oc=$(oc_sft_stage_audit "$STEPS" "$start" "$stage")
         [ -f "$ctl/results.json" ] && [ -f "$oc/results.json" ] || continue
         pairs+=(--pair "$oc" "$ctl"); controls+=("$ctl")
-    done; done
+    done 3< <(stage_seeds)
     if [ "${#pairs[@]}" -ge 6 ]; then
         python3 scripts/seed_pooled.py "${pairs[@]}" --out "$OUT/seed-pooled-s$STEPS-oc-sft-spread-vs-$obj.md"
     fi

@@ -61,14 +61,10 @@ done
 lanes_wait "a stage failed: see $RUNS/crossed*.log"
 
 all=()
-for start in 0 1; do for stage in 0 1 2 3 4 5 6 7 8 9; do
-    d=$(oc_sft_stage_audit "$STEPS" "$start" "$stage")
-    [ ! -f "$d/results.json" ] || all+=("$d")
-done; done
-compare_audits "$OUT/compare-crossed$TS.md" "$Z/off-the-shelf" "${all[@]}"
-for start in 0 1; do for stage in 0 1 2 3 4 5 6 7 8 9; do
+while read -r start stage <&3; do
     d=$(oc_sft_stage_audit "$STEPS" "$start" "$stage")
     [ -f "$d/results.json" ] || continue
+    all+=("$d")
     # width10_stage.sh's own 48-step stages have their zero-shot comparison there.
     if [ "$start" != "$stage" ] || [ -n "$TS" ]; then
         compare_audits "$OUT/compare-$(basename "$d")-vs-zero-shot.md" "$Z/oc-sft-spread$(seed_sfx "$start")" "$d"
@@ -77,6 +73,7 @@ for start in 0 1; do for stage in 0 1 2 3 4 5 6 7 8 9; do
     if [ -n "$TS" ] && [ -f "$twin/results.json" ]; then
         compare_audits "$OUT/compare-$(basename "$d")-vs-s48.md" "$twin" "$d"
     fi
-done; done
+done 3< <(stage_seeds)
+compare_audits "$OUT/compare-crossed$TS.md" "$Z/off-the-shelf" "${all[@]}"
 python3 scripts/score_variance.py "${all[@]}" --out "$OUT/variance-crossed$TS.md"
 python3 scripts/window_spread.py "${all[@]}" --out "$OUT/window-spread-crossed$TS.md"
