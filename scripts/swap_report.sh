@@ -12,10 +12,13 @@
 # OUT/adapters, none for off-the-shelf), MSFX (-m10: the suffix of the audits
 # whose permutations give the reshuffle spread), LANES (2: one-thread scoring
 # runs side by side), REPORT (swap-gap: the report's name). The reversed
-# scores go to runs/swap/; rerunning skips the scorers already done. Writes
+# scores go to runs/swap/ (each run logs to its scores file plus .log);
+# rerunning skips the scorers already done. Writes
 # OUT/REPORT.md and .json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/report-lib.sh
+source scripts/report-lib.sh
 BIN=${OCRANK:-target/release/ocrank}
 D=${DATA:-../shared/data/msmarco}
 WIDTH=${WIDTH:-2}
@@ -30,7 +33,11 @@ pools="$R/dl19-reversed-w$WIDTH.json"
 python3 scripts/swap_gap.py reverse "$D/dl19/bm25-top100.json" --width "$WIDTH" --depth 20 > "$pools"
 [ "$LANES" -le 1 ] || export RAYON_NUM_THREADS=${RAYON_NUM_THREADS:-1}
 
-pids=()
+# score_reversed ADAPTER_ARGS... SCORES: the reversed windows scored into
+# SCORES, marked done only when the run finished.
+score_reversed() { local scores=${*: -1}
+    "$BIN" score --pools "$pools" --depth 20 --width "$WIDTH" --max-chars 300 --template compact \
+        --mode batched "${@:1:$#-1}" --out "$scores" && echo ok > "$scores.done"; }
 pairs=()
 for a in $AUDITS; do
     audit="$OUT/$a$MSFX"
@@ -40,13 +47,8 @@ for a in $AUDITS; do
     scores="$R/w$WIDTH-$a.jsonl"
     pairs+=("$audit" "$scores")
     [ -s "$scores.done" ] && continue
-    while [ "$(jobs -rp | wc -l)" -ge "$LANES" ]; do sleep 5; done
-    echo "== score $a, reversed windows"
-    { "$BIN" score --pools "$pools" --depth 20 --width "$WIDTH" --max-chars 300 --template compact \
-        --mode batched "${adapter[@]}" --out "$scores" && echo ok > "$scores.done"; } &
-    pids+=($!)
+    echo "== score $a, reversed windows: log in $scores.log"
+    run_in_lane "$scores.log" score_reversed "${adapter[@]}" "$scores"
 done
-failed=0
-for p in "${pids[@]}"; do wait "$p" || failed=1; done
-[ "$failed" = 0 ] || { echo "a scoring run failed" >&2; exit 1; }
+lanes_wait "a scoring run failed: see $R/w$WIDTH-*.jsonl.log"
 python3 scripts/swap_gap.py report "${pairs[@]}" --out "$OUT/$REPORT.md"

@@ -16,6 +16,8 @@
 # Writes RUNS/labels-T1.jsonl and RUNS/labels-T$T.jsonl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/report-lib.sh
+source scripts/report-lib.sh
 BIN=${OCRANK:-target/release/ocrank}
 D=${DATA:-../shared/data/msmarco}
 TEACHER=${TEACHER:-reports/training/width2/adapters/single-order-s240-w5}
@@ -27,20 +29,15 @@ RUNS=${RUNS:-runs/teacher}
 mkdir -p "$RUNS"
 [ "$LANES" -le 1 ] || export RAYON_NUM_THREADS=${RAYON_NUM_THREADS:-1}
 
-pids=()
 for c in dl21 dl22; do
-    while [ "$(jobs -rp | wc -l)" -ge "$LANES" ]; do sleep 5; done
     qrels=()  # DL22 ships without qrels: its audit reports the label-free measures
     [ ! -f "$D/$c/qrels.txt" ] || qrels=(--qrels "$D/$c/qrels.txt")
     echo "== teacher scores $c: log in $RUNS/$c.log"
-    "$BIN" audit --pools "$D/$c/bm25-top100.json" "${qrels[@]}" --depth 20 \
+    run_in_lane "$RUNS/$c.log" "$BIN" audit --pools "$D/$c/bm25-top100.json" "${qrels[@]}" --depth 20 \
         --width "$WIDTH" --max-chars 300 --template compact --mode batched \
-        --adapter "$TEACHER" --permutations "$T" --out "$RUNS/$c" > "$RUNS/$c.log" 2>&1 &
-    pids+=($!)
+        --adapter "$TEACHER" --permutations "$T" --out "$RUNS/$c"
 done
-failed=0
-for p in "${pids[@]}"; do wait "$p" || failed=1; done
-[ "$failed" = 0 ] || { echo "a teacher audit failed: see $RUNS/*.log" >&2; exit 1; }
+lanes_wait "a teacher audit failed: see $RUNS/*.log"
 
 # `label --scores` reads the audits' window logs directly (checksums verified).
 for orders in 1 "$T"; do
