@@ -43,6 +43,22 @@ stage_name() { echo "s$1-from-$(stage_tag "$2" "$3")$(seed_sfx "$3")"; }
 # oc_sft_stage_audit STEPS START STAGE: that OC-SFT stage's audit (spread
 # term, lambda 0.05, floor 1e-5) in $OUT with $PERMS orders.
 oc_sft_stage_audit() { echo "$OUT/oc-sft-aug-spread-$(stage_name "$@")-lambda0.05-floor1e-5-m$PERMS"; }
+# oc_sft_stage: the width_report.sh settings of an OC-SFT stage (the spread-
+# scaled term, lambda 0.05, floor 1e-5), the names oc_sft_stage_audit gives.
+oc_sft_stage=(OBJECTIVES=oc-sft-aug-spread LAMBDA=0.05 SPREAD_FLOOR=1e-5 TAG=lambda0.05-floor1e-5)
+# width10_setup INIT_DIR: what the width-10 stage scripts share. Sets OUT
+# (reports/training/width10) and RUNS (runs/width10) and makes them, makes the
+# MiniLM labels width_report.sh reads (once, so two lanes do not race to
+# write them), and sets the array `common`: the environment of each
+# width_report.sh call of a stage (width 10, STEPS, PERMS, lr 1e-3, no base
+# audit, one lane on THREADS threads, default 1; starting from the adapters
+# in INIT_DIR).
+width10_setup() {
+    OUT=reports/training/width10; RUNS=runs/width10
+    mkdir -p "$RUNS" "$OUT" runs/train
+    minilm_labels runs/train/labels-minilm.jsonl
+    common=(env LANES=1 WIDTH=10 STEPS="$STEPS" PERMS="$PERMS" LR=1e-3 BASE=0 OUT="$OUT" RUNS="$RUNS"
+        INIT="$1" RAYON_NUM_THREADS="${THREADS:-1}"); }
 # stage_seeds: every START STAGE a width-10 stage can have, one pair a line
 # (width-4 students exist for training seeds 0 and 1; stage seeds 0-9).
 stage_seeds() { local start stage

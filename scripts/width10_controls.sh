@@ -31,13 +31,7 @@ D=${DATA:-../shared/data/msmarco}
 STEPS=${STEPS:-144}
 PERMS=${PERMS:-5}
 CONTROLS=${CONTROLS:-single-order:1:2 perm-aug:1:0}
-W4=reports/training/width4
-OUT=reports/training/width10
-RUNS=runs/width10
-mkdir -p "$RUNS" "$OUT" runs/train
-minilm_labels runs/train/labels-minilm.jsonl
-common=(env LANES=1 WIDTH=10 STEPS="$STEPS" PERMS="$PERMS" LR=1e-3 BASE=0 OUT="$OUT" RUNS="$RUNS"
-    INIT="$W4/adapters" RAYON_NUM_THREADS=1)
+width10_setup reports/training/width4/adapters
 # Every triple is checked before any run starts.
 for c in $CONTROLS; do
     IFS=: read -r obj start stage <<< "$c"

@@ -41,14 +41,9 @@ PERMS=${PERMS:-5}
 STAGES=${STAGES:-0:1 1:0}
 W4=reports/training/width4
 Z=$W4/width10
-OUT=reports/training/width10
-RUNS=runs/width10
 TS=""; [ "$STEPS" = 48 ] || TS="-s$STEPS"
-mkdir -p "$RUNS" "$OUT" runs/train
-minilm_labels runs/train/labels-minilm.jsonl
-common=(env LANES=1 WIDTH=10 STEPS="$STEPS" PERMS="$PERMS" LR=1e-3 BASE=0 OUT="$OUT" RUNS="$RUNS"
-    INIT="$W4/adapters" OBJECTIVES=oc-sft-aug-spread LAMBDA=0.05 SPREAD_FLOOR=1e-5
-    TAG=lambda0.05-floor1e-5 RAYON_NUM_THREADS=1)
+width10_setup "$W4/adapters"
+common+=("${oc_sft_stage[@]}")
 for pair in $STAGES; do
     start=${pair%%:*}; stage=${pair##*:}
     if [ "$start" = "$stage" ] && [ "$STEPS" = 48 ]; then
