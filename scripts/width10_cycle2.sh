@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# A second cycle for the 144-step width-10 stages
+# (reports/training/width10/cycle2.md). At 144 steps the seed-1 width-4
+# start became a candidate grader under OC-SFT (consistency value falling
+# through steps 49-96, tau-PSI 0.240) and the seed-0 start did not
+# (consistency flat at ~2.2 for all 144 steps, tau-PSI 0.494). Is the seed-0
+# start short of steps (the issue's GPU protocol has 300) or stuck? This
+# trains listed stages STEPS more steps from their finished adapters (a warm
+# restart: a new cosine cycle with its own lr and lambda warm-up, as
+# width_report.sh sets them, and a new stage seed, so new data order, view-B
+# permutations and dropout) with the same objective, two side by side on one
+# thread each (LANES; THREADS=2 gives a cycle run alone both cores), then
+# audits them like every width-10 stage (DL19, 43 queries, two windows of
+# 10, M = PERMS, the same orders) and compares each with its first cycle,
+# and OC-SFT with single-order at the same steps.
+#
+#   scripts/width10_cycle2.sh        # CYCLES="oc-sft-aug-spread:0:0:2 oc-sft-aug-spread:1:0:2"
+#   CYCLES="single-order:1:0:2 single-order:0:0:2" scripts/width10_cycle2.sh   # their controls
+#
+# CYCLES lists OBJECTIVE:START:STAGE:SEED. OBJECTIVE: oc-sft-aug-spread (the
+# spread-scaled term, lambda 0.05, floor 1e-5), single-order or perm-aug;
+# the first cycle is that objective's STEPS-step stage from the width-4
+# student START with stage seed STAGE, kept in width10/adapters; SEED is the
+# second cycle's --seed, so cycles with one SEED see the same windows in the
+# same order. Names: OBJECTIVE-sSTEPS-from-w4seedSTART[-seedSTAGE]-sSTEPS
+# [-seedSEED][-lambda0.05-floor1e-5]-mPERMS. Resumable (kept adapters are not
+# retrained, audits score only missing windows); rerun with the full CYCLES
+# list to rewrite the tables from every finished cycle.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=scripts/report-lib.sh
+source scripts/report-lib.sh
+BIN=${OCRANK:-target/release/ocrank}
+D=${DATA:-../shared/data/msmarco}
+STEPS=${STEPS:-144}
+PERMS=${PERMS:-5}
+CYCLES=${CYCLES:-oc-sft-aug-spread:0:0:2 oc-sft-aug-spread:1:0:2}
+width10_setup reports/training/width10/adapters
+# tag_of OBJECTIVE: the name suffix of that objective's stages.
+tag_of() { [ "$1" != oc-sft-aug-spread ] || echo "-lambda0.05-floor1e-5"; }
+# first_cycle OBJ START STAGE / second_cycle OBJ START STAGE SEED: the audits.
+first_cycle() { echo "$OUT/$1-$(stage_name "$STEPS" "$2" "$3")$(tag_of "$1")-m$PERMS"; }
+cycle2_tag() { echo "w4seed$1$(seed_sfx "$2")-s$STEPS"; }
+second_cycle() { echo "$OUT/$1-s$STEPS-from-$(cycle2_tag "$2" "$3")$(seed_sfx "$4")$(tag_of "$1")-m$PERMS"; }
+# Every quadruple is checked before any run starts.
+for c in $CYCLES; do
+    IFS=: read -r obj start stage seed <<< "$c"
+    case $obj in oc-sft-aug-spread|single-order|perm-aug) ;;
+        *) echo "$c: OBJECTIVE is oc-sft-aug-spread, single-order or perm-aug" >&2; exit 2;; esac
+    [[ "$start" =~ ^[0-9]+$ && "$stage" =~ ^[0-9]+$ && "$seed" =~ ^[0-9]+$ ]] \
+        || { echo "$c: START, STAGE and SEED must be seeds (OBJECTIVE:START:STAGE:SEED)" >&2; exit 2; }
+done
+for c in $CYCLES; do
+    IFS=: read -r obj start stage seed <<< "$c"
+    extra=(OBJECTIVES="$obj"); [ "$obj" != oc-sft-aug-spread ] || extra=("${oc_sft_stage[@]}")
+    run_in_lane "$RUNS/cycle2-s$STEPS-$obj-start$start-stage$stage-seed$seed.log" \
+        "${common[@]}" "${extra[@]}" \
+        INIT_SFX="-$(stage_name "$STEPS" "$start" "$stage")$(tag_of "$obj")" \
+        INIT_TAG="$(cycle2_tag "$start" "$stage")" SEED="$seed" scripts/width_report.sh
+done
+lanes_wait "a second cycle failed: see $RUNS/cycle2-*.log"
+
+# Every finished second cycle of this length (also from earlier
+# invocations): against its first cycle; OC-SFT against single-order after
+# the first cycles (unequal steps: 288 against 144) and after the second
+# cycles with the same seeds (equal steps and data).
+all=()
+for obj in oc-sft-aug-spread single-order perm-aug; do
+    while read -r start stage <&3; do
+        for seed in 0 1 2 3 4 5 6 7 8 9; do
+            second=$(second_cycle "$obj" "$start" "$stage" "$seed")
+            [ -f "$second/results.json" ] || continue
+            first=$(first_cycle "$obj" "$start" "$stage")
+            all+=("$first" "$second")
+            compare_audits "$OUT/compare-$(basename "$second")-vs-first-cycle.md" "$first" "$second"
+            [ "$obj" = oc-sft-aug-spread ] || continue
+            single=$(first_cycle single-order "$start" "$stage")
+            [ ! -f "$single/results.json" ] \
+                || compare_audits "$OUT/compare-$(basename "$second")-vs-single-order-s$STEPS.md" "$single" "$second"
+            single2=$(second_cycle single-order "$start" "$stage" "$seed")
+            [ ! -f "$single2/results.json" ] \
+                || compare_audits "$OUT/compare-$(basename "$second")-vs-single-order-cycle2.md" "$single2" "$second"
+        done
+    done 3< <(stage_seeds)
+done
+python3 scripts/score_variance.py "${all[@]}" --out "$OUT/variance-cycle2.md"
+python3 scripts/window_spread.py "${all[@]}" --out "$OUT/window-spread-cycle2.md"
