@@ -56,8 +56,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/report-lib.sh
 source scripts/report-lib.sh
-BIN=${OCRANK:-target/release/ocrank}
-D=${DATA:-../shared/data/msmarco}
 OUT=${OUT:-reports/training/invariant}
 RUNS=${RUNS:-runs/probe}
 STEPS=${STEPS:-240}

@@ -1,7 +1,10 @@
-# Shared steps of the training report scripts (sourced, not run). The caller
-# sets BIN (the ocrank binary), D (the msmarco data directory) and, for
-# batched_audit, OUT, PERMS and the arrays SCORER and MODEL (OUT and PERMS
-# also for oc_sft_stage_audit).
+# Shared steps of the training report scripts (sourced, not run). Sets BIN
+# (the ocrank binary: $OCRANK, default target/release/ocrank) and D (the
+# msmarco data directory: $DATA, default ../shared/data/msmarco); for
+# batched_audit the caller sets OUT, PERMS and the arrays SCORER and MODEL
+# (OUT and PERMS also for oc_sft_stage_audit).
+BIN=${OCRANK:-target/release/ocrank}
+D=${DATA:-../shared/data/msmarco}
 
 # minilm_labels FILE [DEPTH [POOLS...]]: the MiniLM teacher's labels for the
 # DL21 + DL22 training pools (and any further POOLS) to DEPTH (default 20),
@@ -40,12 +43,14 @@ compare_audits() { out=$1; shift
 seed_sfx() { [ "$1" = 0 ] || echo "-seed$1"; }
 stage_tag() { if [ "$1" = "$2" ]; then echo w4; else echo "w4seed$1"; fi; }
 stage_name() { echo "s$1-from-$(stage_tag "$2" "$3")$(seed_sfx "$3")"; }
-# oc_sft_stage_audit STEPS START STAGE: that OC-SFT stage's audit (spread
-# term, lambda 0.05, floor 1e-5) in $OUT with $PERMS orders.
-oc_sft_stage_audit() { echo "$OUT/oc-sft-aug-spread-$(stage_name "$@")-lambda0.05-floor1e-5-m$PERMS"; }
 # oc_sft_stage: the width_report.sh settings of an OC-SFT stage (the spread-
-# scaled term, lambda 0.05, floor 1e-5), the names oc_sft_stage_audit gives.
-oc_sft_stage=(OBJECTIVES=oc-sft-aug-spread LAMBDA=0.05 SPREAD_FLOOR=1e-5 TAG=lambda0.05-floor1e-5)
+# scaled term, lambda 0.05, floor 1e-5); OC_SFT_TAG the name suffix they give
+# (width_report.sh's TAG).
+OC_SFT_TAG=lambda0.05-floor1e-5
+oc_sft_stage=(OBJECTIVES=oc-sft-aug-spread LAMBDA=0.05 SPREAD_FLOOR=1e-5 TAG=$OC_SFT_TAG)
+# oc_sft_stage_audit STEPS START STAGE: that OC-SFT stage's audit in $OUT with
+# $PERMS orders.
+oc_sft_stage_audit() { echo "$OUT/oc-sft-aug-spread-$(stage_name "$@")-$OC_SFT_TAG-m$PERMS"; }
 # width10_setup INIT_DIR: what the width-10 stage scripts share. Sets OUT
 # (reports/training/width10) and RUNS (runs/width10) and makes them, makes the
 # MiniLM labels width_report.sh reads (once, so two lanes do not race to

@@ -18,8 +18,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/report-lib.sh
 source scripts/report-lib.sh
-BIN=${OCRANK:-target/release/ocrank}
-D=${DATA:-../shared/data/msmarco}
 TEACHER=${TEACHER:-reports/training/width2/adapters/single-order-s240-w5}
 WIDTH=${WIDTH:-2}
 T=${T:-10}

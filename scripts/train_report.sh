@@ -25,8 +25,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/report-lib.sh
 source scripts/report-lib.sh
-BIN=${OCRANK:-target/release/ocrank}
-D=${DATA:-../shared/data/msmarco}
 OUT=${OUT:-reports/training}
 STEPS=${STEPS:-24}
 LR=${LR:-1e-3}

@@ -20,8 +20,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/report-lib.sh
 source scripts/report-lib.sh
-BIN=${OCRANK:-target/release/ocrank}
-D=${DATA:-../shared/data/msmarco}
 OUT=${OUT:-reports/training/warmstart}
 RUNS=${RUNS:-runs/probe}
 INIT=${INIT:-runs/probe/invariant-s240-lr1e-3-ce/adapter}

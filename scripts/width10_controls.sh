@@ -26,8 +26,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/report-lib.sh
 source scripts/report-lib.sh
-BIN=${OCRANK:-target/release/ocrank}
-D=${DATA:-../shared/data/msmarco}
 STEPS=${STEPS:-144}
 PERMS=${PERMS:-5}
 CONTROLS=${CONTROLS:-single-order:1:2 perm-aug:1:0}

@@ -34,8 +34,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/report-lib.sh
 source scripts/report-lib.sh
-BIN=${OCRANK:-target/release/ocrank}
-D=${DATA:-../shared/data/msmarco}
 STEPS=${STEPS:-48}
 PERMS=${PERMS:-5}
 STAGES=${STAGES:-0:1 1:0}

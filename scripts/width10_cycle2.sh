@@ -30,14 +30,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/report-lib.sh
 source scripts/report-lib.sh
-BIN=${OCRANK:-target/release/ocrank}
-D=${DATA:-../shared/data/msmarco}
 STEPS=${STEPS:-144}
 PERMS=${PERMS:-5}
 CYCLES=${CYCLES:-oc-sft-aug-spread:0:0:2 oc-sft-aug-spread:1:0:2}
 width10_setup reports/training/width10/adapters
 # tag_of OBJECTIVE: the name suffix of that objective's stages.
-tag_of() { [ "$1" != oc-sft-aug-spread ] || echo "-lambda0.05-floor1e-5"; }
+tag_of() { [ "$1" != oc-sft-aug-spread ] || echo "-$OC_SFT_TAG"; }
 # first_cycle OBJ START STAGE / second_cycle OBJ START STAGE SEED: the audits.
 first_cycle() { echo "$OUT/$1-$(stage_name "$STEPS" "$2" "$3")$(tag_of "$1")-m$PERMS"; }
 cycle2_tag() { echo "w4seed$1$(seed_sfx "$2")-s$STEPS"; }
@@ -71,7 +69,8 @@ for obj in oc-sft-aug-spread single-order perm-aug; do
             second=$(second_cycle "$obj" "$start" "$stage" "$seed")
             [ -f "$second/results.json" ] || continue
             first=$(first_cycle "$obj" "$start" "$stage")
-            all+=("$first" "$second")
+            [[ " ${all[*]} " == *" $first "* ]] || all+=("$first")
+            all+=("$second")
             compare_audits "$OUT/compare-$(basename "$second")-vs-first-cycle.md" "$first" "$second"
             [ "$obj" = oc-sft-aug-spread ] || continue
             single=$(first_cycle single-order "$start" "$stage")

@@ -26,33 +26,21 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/report-lib.sh
 source scripts/report-lib.sh
-BIN=${OCRANK:-target/release/ocrank}
 STEPS=${STEPS:-48}
 PERMS=${PERMS:-5}
 SEED=${SEED:-0}
 SS=""; [ "$SEED" = 0 ] || SS="-seed$SEED"
 W4=reports/training/width4
 Z=$W4/width10
-OUT=reports/training/width10
-RUNS=runs/width10
-D=${DATA:-../shared/data/msmarco}
-mkdir -p "$RUNS" "$OUT" runs/train
-# The labels both width_report.sh runs read (its default LABELS): made here,
-# once, so that on a fresh checkout the two do not race to write them.
-minilm_labels runs/train/labels-minilm.jsonl
-common=(env WIDTH=10 STEPS="$STEPS" PERMS="$PERMS" LR=1e-3 BASE=0 OUT="$OUT" RUNS="$RUNS"
-    INIT="$W4/adapters" INIT_TAG=w4 SEED="$SEED" RAYON_NUM_THREADS=1)
-"${common[@]}" OBJECTIVES=oc-sft-aug-spread LAMBDA=0.05 SPREAD_FLOOR=1e-5 \
-    INIT_SFX="-s80-w5-from-w2-perm-aug$SS-lambda0.05-floor1e-5" TAG=lambda0.05-floor1e-5 \
-    scripts/width_report.sh > "$RUNS/oc-sft-aug-spread$SS.log" 2>&1 &
-spread=$!
-"${common[@]}" OBJECTIVES="single-order perm-aug" INIT_SFX="-s80-w5-from-w2$SS" \
-    scripts/width_report.sh > "$RUNS/single-order-perm-aug$SS.log" 2>&1 &
-others=$!
-failed=0
-wait "$spread" || { echo "OC-SFT-spread failed: $RUNS/oc-sft-aug-spread$SS.log" >&2; failed=1; }
-wait "$others" || { echo "single-order/perm-aug failed: $RUNS/single-order-perm-aug$SS.log" >&2; failed=1; }
-[ "$failed" = 0 ] || exit 1
+# The labels both width_report.sh runs read are made once (width10_setup),
+# so that on a fresh checkout the two do not race to write them.
+width10_setup "$W4/adapters"
+common+=(INIT_TAG=w4 SEED="$SEED")
+run_in_lane "$RUNS/oc-sft-aug-spread$SS.log" "${common[@]}" "${oc_sft_stage[@]}" \
+    INIT_SFX="-s80-w5-from-w2-perm-aug$SS-$OC_SFT_TAG" scripts/width_report.sh
+run_in_lane "$RUNS/single-order-perm-aug$SS.log" "${common[@]}" OBJECTIVES="single-order perm-aug" \
+    INIT_SFX="-s80-w5-from-w2$SS" scripts/width_report.sh
+lanes_wait "a stage failed: see $RUNS/oc-sft-aug-spread$SS.log and $RUNS/single-order-perm-aug$SS.log"
 
 S=$(stage_name "$STEPS" "$SEED" "$SEED"); M=m$PERMS
 so=$OUT/single-order-$S-$M; pa=$OUT/perm-aug-$S-$M

@@ -41,8 +41,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/report-lib.sh
 source scripts/report-lib.sh
-BIN=${OCRANK:-target/release/ocrank}
-D=${DATA:-../shared/data/msmarco}
 WIDTH=${WIDTH:-2}
 OUT=${OUT:-reports/training/width$WIDTH}
 RUNS=${RUNS:-runs/width$WIDTH}

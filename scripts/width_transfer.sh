@@ -11,8 +11,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/report-lib.sh
 source scripts/report-lib.sh
-BIN=${OCRANK:-target/release/ocrank}
-D=${DATA:-../shared/data/msmarco}
 W4=reports/training/width4
 OUT=${OUT:-$W4/width10}
 PERMS=${PERMS:-5}
