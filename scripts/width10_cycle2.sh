@@ -12,10 +12,11 @@
 # thread each (LANES; THREADS=2 gives a cycle run alone both cores), then
 # audits them like every width-10 stage (DL19, 43 queries, two windows of
 # 10, M = PERMS, the same orders) and compares each with its first cycle,
-# and OC-SFT with single-order at the same steps.
+# and OC-SFT with single-order and perm-aug at the same steps.
 #
 #   scripts/width10_cycle2.sh        # CYCLES="oc-sft-aug-spread:0:0:2 oc-sft-aug-spread:1:0:2"
 #   CYCLES="single-order:1:0:2 single-order:0:0:2" scripts/width10_cycle2.sh   # their controls
+#   CYCLES="perm-aug:1:0:2" scripts/width10_cycle2.sh
 #
 # CYCLES lists OBJECTIVE:START:STAGE:SEED. OBJECTIVE: oc-sft-aug-spread (the
 # spread-scaled term, lambda 0.05, floor 1e-5), single-order or perm-aug;
@@ -60,7 +61,8 @@ lanes_wait "a second cycle failed: see $RUNS/cycle2-*.log"
 
 # Every finished second cycle of this length (also from earlier
 # invocations): against its first cycle; OC-SFT against single-order after
-# the first cycles (unequal steps: 288 against 144) and after the second
+# the first cycles (unequal steps: 288 against 144); OC-SFT and perm-aug
+# against single-order, and OC-SFT against perm-aug, after their second
 # cycles with the same seeds (equal steps and data).
 all=()
 for obj in oc-sft-aug-spread single-order perm-aug; do
@@ -72,15 +74,40 @@ for obj in oc-sft-aug-spread single-order perm-aug; do
             [[ " ${all[*]} " == *" $first "* ]] || all+=("$first")
             all+=("$second")
             compare_audits "$OUT/compare-$(basename "$second")-vs-first-cycle.md" "$first" "$second"
-            [ "$obj" = oc-sft-aug-spread ] || continue
-            single=$(first_cycle single-order "$start" "$stage")
-            [ ! -f "$single/results.json" ] \
-                || compare_audits "$OUT/compare-$(basename "$second")-vs-single-order-s$STEPS.md" "$single" "$second"
-            single2=$(second_cycle single-order "$start" "$stage" "$seed")
-            [ ! -f "$single2/results.json" ] \
-                || compare_audits "$OUT/compare-$(basename "$second")-vs-single-order-cycle2.md" "$single2" "$second"
+            # Controls at equal steps: single-order for perm-aug and OC-SFT,
+            # perm-aug (its views without the consistency term) for OC-SFT.
+            controls=()
+            [ "$obj" = single-order ] || controls+=(single-order)
+            [ "$obj" != oc-sft-aug-spread ] || controls+=(perm-aug)
+            if [ "$obj" = oc-sft-aug-spread ]; then
+                single=$(first_cycle single-order "$start" "$stage")
+                [ ! -f "$single/results.json" ] \
+                    || compare_audits "$OUT/compare-$(basename "$second")-vs-single-order-s$STEPS.md" "$single" "$second"
+            fi
+            for control in "${controls[@]}"; do
+                control2=$(second_cycle "$control" "$start" "$stage" "$seed")
+                [ ! -f "$control2/results.json" ] \
+                    || compare_audits "$OUT/compare-$(basename "$second")-vs-$control-cycle2.md" "$control2" "$second"
+            done
         done
     done 3< <(stage_seeds)
+done
+# With two or more OC-SFT second cycles that have a control's second cycle
+# beside them (same start, stage and seed), the difference pooled over the
+# pairs (scripts/seed_pooled.py, as width10_controls.sh does at 144 steps).
+for control in single-order perm-aug; do
+    pairs=()
+    while read -r start stage <&3; do
+        for seed in 0 1 2 3 4 5 6 7 8 9; do
+            oc=$(second_cycle oc-sft-aug-spread "$start" "$stage" "$seed")
+            ctl=$(second_cycle "$control" "$start" "$stage" "$seed")
+            [ -f "$oc/results.json" ] && [ -f "$ctl/results.json" ] || continue
+            pairs+=(--pair "$oc" "$ctl")
+        done
+    done 3< <(stage_seeds)
+    if [ "${#pairs[@]}" -ge 6 ]; then
+        python3 scripts/seed_pooled.py "${pairs[@]}" --out "$OUT/seed-pooled-cycle2-oc-sft-spread-vs-$control.md"
+    fi
 done
 python3 scripts/score_variance.py "${all[@]}" --out "$OUT/variance-cycle2.md"
 python3 scripts/window_spread.py "${all[@]}" --out "$OUT/window-spread-cycle2.md"
