@@ -12,11 +12,12 @@
 # thread each (LANES; THREADS=2 gives a cycle run alone both cores), then
 # audits them like every width-10 stage (DL19, 43 queries, two windows of
 # 10, M = PERMS, the same orders) and compares each with its first cycle,
-# and OC-SFT with single-order and perm-aug at the same steps.
+# OC-SFT with single-order and perm-aug, and perm-aug with single-order at
+# the same steps, pooling OC-SFT's differences over the starts.
 #
 #   scripts/width10_cycle2.sh        # CYCLES="oc-sft-aug-spread:0:0:2 oc-sft-aug-spread:1:0:2"
 #   CYCLES="single-order:1:0:2 single-order:0:0:2" scripts/width10_cycle2.sh   # their controls
-#   CYCLES="perm-aug:1:0:2" scripts/width10_cycle2.sh
+#   CYCLES="perm-aug:1:0:2 perm-aug:0:0:2" scripts/width10_cycle2.sh
 #
 # CYCLES lists OBJECTIVE:START:STAGE:SEED. OBJECTIVE: oc-sft-aug-spread (the
 # spread-scaled term, lambda 0.05, floor 1e-5), single-order or perm-aug;
