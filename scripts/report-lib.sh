@@ -2,7 +2,7 @@
 # (the ocrank binary: $OCRANK, default target/release/ocrank) and D (the
 # msmarco data directory: $DATA, default ../shared/data/msmarco); for
 # batched_audit the caller sets OUT, PERMS and the arrays SCORER and MODEL
-# (OUT and PERMS also for oc_sft_stage_audit).
+# (OUT and PERMS also for stage_audit and oc_sft_stage_audit).
 BIN=${OCRANK:-target/release/ocrank}
 D=${DATA:-../shared/data/msmarco}
 
@@ -48,9 +48,13 @@ stage_name() { echo "s$1-from-$(stage_tag "$2" "$3")$(seed_sfx "$3")"; }
 # (width_report.sh's TAG).
 OC_SFT_TAG=lambda0.05-floor1e-5
 oc_sft_stage=(OBJECTIVES=oc-sft-aug-spread LAMBDA=0.05 SPREAD_FLOOR=1e-5 TAG=$OC_SFT_TAG)
-# oc_sft_stage_audit STEPS START STAGE: that OC-SFT stage's audit in $OUT with
-# $PERMS orders.
-oc_sft_stage_audit() { echo "$OUT/oc-sft-aug-spread-$(stage_name "$@")-$OC_SFT_TAG-m$PERMS"; }
+# objective_tag OBJECTIVE: the name suffix of that objective's width-10 stages
+# ("-$OC_SFT_TAG" for OC-SFT, none for single-order and perm-aug).
+objective_tag() { [ "$1" != oc-sft-aug-spread ] || echo "-$OC_SFT_TAG"; }
+# stage_audit OBJECTIVE STEPS START STAGE: that stage's audit in $OUT with
+# $PERMS orders; oc_sft_stage_audit STEPS START STAGE: the OC-SFT one.
+stage_audit() { local obj=$1; shift; echo "$OUT/$obj-$(stage_name "$@")$(objective_tag "$obj")-m$PERMS"; }
+oc_sft_stage_audit() { stage_audit oc-sft-aug-spread "$@"; }
 # width10_setup INIT_DIR: what the width-10 stage scripts share. Sets OUT
 # (reports/training/width10) and RUNS (runs/width10) and makes them, makes the
 # MiniLM labels width_report.sh reads (once, so two lanes do not race to

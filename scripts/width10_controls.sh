@@ -51,7 +51,7 @@ for c in $CONTROLS; do
     name=$(stage_name "$STEPS" "$start" "$stage")
     oc=$(oc_sft_stage_audit "$STEPS" "$start" "$stage")
     if [ -f "$oc/results.json" ]; then
-        compare_audits "$OUT/compare-$name-vs-$obj.md" "$OUT/$obj-$name-m$PERMS" "$oc"
+        compare_audits "$OUT/compare-$name-vs-$obj.md" "$(stage_audit "$obj" "$STEPS" "$start" "$stage")" "$oc"
     else
         echo "no OC-SFT audit $oc to compare $obj with"
     fi
@@ -69,7 +69,7 @@ controls=()
 for obj in single-order perm-aug; do
     pairs=()
     while read -r start stage <&3; do
-        ctl=$OUT/$obj-$(stage_name "$STEPS" "$start" "$stage")-m$PERMS
+        ctl=$(stage_audit "$obj" "$STEPS" "$start" "$stage")
         oc=$(oc_sft_stage_audit "$STEPS" "$start" "$stage")
         [ -f "$ctl/results.json" ] && [ -f "$oc/results.json" ] || continue
         pairs+=(--pair "$oc" "$ctl"); controls+=("$ctl")

@@ -36,12 +36,10 @@ STEPS=${STEPS:-144}
 PERMS=${PERMS:-5}
 CYCLES=${CYCLES:-oc-sft-aug-spread:0:0:2 oc-sft-aug-spread:1:0:2}
 width10_setup reports/training/width10/adapters
-# tag_of OBJECTIVE: the name suffix of that objective's stages.
-tag_of() { [ "$1" != oc-sft-aug-spread ] || echo "-$OC_SFT_TAG"; }
 # first_cycle OBJ START STAGE / second_cycle OBJ START STAGE SEED: the audits.
-first_cycle() { echo "$OUT/$1-$(stage_name "$STEPS" "$2" "$3")$(tag_of "$1")-m$PERMS"; }
+first_cycle() { stage_audit "$1" "$STEPS" "$2" "$3"; }
 cycle2_tag() { echo "w4seed$1$(seed_sfx "$2")-s$STEPS"; }
-second_cycle() { echo "$OUT/$1-s$STEPS-from-$(cycle2_tag "$2" "$3")$(seed_sfx "$4")$(tag_of "$1")-m$PERMS"; }
+second_cycle() { echo "$OUT/$1-s$STEPS-from-$(cycle2_tag "$2" "$3")$(seed_sfx "$4")$(objective_tag "$1")-m$PERMS"; }
 # Every quadruple is checked before any run starts.
 for c in $CYCLES; do
     IFS=: read -r obj start stage seed <<< "$c"
@@ -55,7 +53,7 @@ for c in $CYCLES; do
     extra=(OBJECTIVES="$obj"); [ "$obj" != oc-sft-aug-spread ] || extra=("${oc_sft_stage[@]}")
     run_in_lane "$RUNS/cycle2-s$STEPS-$obj-start$start-stage$stage-seed$seed.log" \
         "${common[@]}" "${extra[@]}" \
-        INIT_SFX="-$(stage_name "$STEPS" "$start" "$stage")$(tag_of "$obj")" \
+        INIT_SFX="-$(stage_name "$STEPS" "$start" "$stage")$(objective_tag "$obj")" \
         INIT_TAG="$(cycle2_tag "$start" "$stage")" SEED="$seed" scripts/width_report.sh
 done
 lanes_wait "a second cycle failed: see $RUNS/cycle2-*.log"
@@ -64,8 +62,11 @@ lanes_wait "a second cycle failed: see $RUNS/cycle2-*.log"
 # invocations): against its first cycle; OC-SFT against single-order after
 # the first cycles (unequal steps: 288 against 144); OC-SFT and perm-aug
 # against single-order, and OC-SFT against perm-aug, after their second
-# cycles with the same seeds (equal steps and data).
+# cycles with the same seeds (equal steps and data). OC-SFT's pairs with
+# each control's second cycle are kept in `pooled` (CONTROL -> "--pair OC
+# CONTROL ..."; audit paths have no spaces) for seed_pooled.py below.
 all=()
+declare -A pooled=()
 for obj in oc-sft-aug-spread single-order perm-aug; do
     while read -r start stage <&3; do
         for seed in 0 1 2 3 4 5 6 7 8 9; do
@@ -87,28 +88,19 @@ for obj in oc-sft-aug-spread single-order perm-aug; do
             fi
             for control in "${controls[@]}"; do
                 control2=$(second_cycle "$control" "$start" "$stage" "$seed")
-                [ ! -f "$control2/results.json" ] \
-                    || compare_audits "$OUT/compare-$(basename "$second")-vs-$control-cycle2.md" "$control2" "$second"
+                [ -f "$control2/results.json" ] || continue
+                compare_audits "$OUT/compare-$(basename "$second")-vs-$control-cycle2.md" "$control2" "$second"
+                [ "$obj" != oc-sft-aug-spread ] || pooled[$control]+=" --pair $second $control2"
             done
         done
     done 3< <(stage_seeds)
 done
-# With two or more OC-SFT second cycles that have a control's second cycle
-# beside them (same start, stage and seed), the difference pooled over the
-# pairs (scripts/seed_pooled.py, as width10_controls.sh does at 144 steps).
-for control in single-order perm-aug; do
-    pairs=()
-    while read -r start stage <&3; do
-        for seed in 0 1 2 3 4 5 6 7 8 9; do
-            oc=$(second_cycle oc-sft-aug-spread "$start" "$stage" "$seed")
-            ctl=$(second_cycle "$control" "$start" "$stage" "$seed")
-            [ -f "$oc/results.json" ] && [ -f "$ctl/results.json" ] || continue
-            pairs+=(--pair "$oc" "$ctl")
-        done
-    done 3< <(stage_seeds)
-    if [ "${#pairs[@]}" -ge 6 ]; then
-        python3 scripts/seed_pooled.py "${pairs[@]}" --out "$OUT/seed-pooled-cycle2-oc-sft-spread-vs-$control.md"
-    fi
+# With two or more such pairs for a control, OC-SFT's difference pooled over
+# them (scripts/seed_pooled.py, as width10_controls.sh does at 144 steps).
+for control in "${!pooled[@]}"; do
+    read -ra pairs <<< "${pooled[$control]}"
+    [ "${#pairs[@]}" -lt 6 ] \
+        || python3 scripts/seed_pooled.py "${pairs[@]}" --out "$OUT/seed-pooled-cycle2-oc-sft-spread-vs-$control.md"
 done
 python3 scripts/score_variance.py "${all[@]}" --out "$OUT/variance-cycle2.md"
 python3 scripts/window_spread.py "${all[@]}" --out "$OUT/window-spread-cycle2.md"
