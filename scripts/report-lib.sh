@@ -55,6 +55,27 @@ objective_tag() { [ "$1" != oc-sft-aug-spread ] || echo "-$OC_SFT_TAG"; }
 # $PERMS orders; oc_sft_stage_audit STEPS START STAGE: the OC-SFT one.
 stage_audit() { local obj=$1; shift; echo "$OUT/$obj-$(stage_name "$@")$(objective_tag "$obj")-m$PERMS"; }
 oc_sft_stage_audit() { stage_audit oc-sft-aug-spread "$@"; }
+# cycle2_tag STEPS START STAGE: the INIT_TAG of a second cycle from that
+# stage; cycle2_audit OBJECTIVE STEPS START STAGE SEED: the audit in $OUT,
+# with $PERMS orders, of that objective's second cycle (STEPS more steps from
+# the STEPS-step stage, with --seed SEED; scripts/width10_cycle2.sh).
+cycle2_tag() { echo "w4seed$2$(seed_sfx "$3")-s$1"; }
+cycle2_audit() { echo "$OUT/$1-s$2-from-$(cycle2_tag "$2" "$3" "$4")$(seed_sfx "$5")$(objective_tag "$1")-m$PERMS"; }
+
+# seed_audit FROM TO: starts the audit directory TO from the window log of
+# the audit FROM of the same scorer with fewer orders, when TO has no window
+# log yet, so that `ocrank audit --permutations M --out TO` scores only the
+# orders FROM lacks. Sound because permutation i of a query depends on the
+# plan seed, the query and i alone, not on M (crates/plan), and because the
+# copied settings.json must equal the new run's settings or `ocrank audit`
+# refuses the directory (crates/audit/src/store.rs): a copy from another
+# scorer fails loudly instead of mixing scores.
+seed_audit() { local from=$1 to=$2
+    [ ! -f "$to/windows.jsonl" ] || return 0
+    [ -f "$from/windows.jsonl" ] || { echo "seed_audit: no window log in $from" >&2; return 1; }
+    mkdir -p "$to"
+    cp "$from/settings.json" "$from/windows.jsonl" "$to/"
+    echo "== $to: started from the $(wc -l < "$from/windows.jsonl") windows of $from"; }
 # width10_setup INIT_DIR: what the width-10 stage scripts share. Sets OUT
 # (reports/training/width10) and RUNS (runs/width10) and makes them, makes the
 # MiniLM labels width_report.sh reads (once, so two lanes do not race to

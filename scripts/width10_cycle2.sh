@@ -27,19 +27,25 @@
 # same order. Names: OBJECTIVE-sSTEPS-from-w4seedSTART[-seedSTAGE]-sSTEPS
 # [-seedSEED][-lambda0.05-floor1e-5]-mPERMS. Resumable (kept adapters are not
 # retrained, audits score only missing windows); rerun with the full CYCLES
-# list to rewrite the tables from every finished cycle.
+# list to rewrite the tables from every finished cycle. PERMS other than 5
+# adds -mPERMS to the names of the pooled, variance and window-spread files;
+# FROM_PERMS=K starts each second cycle's audit from its audit with K orders
+# (report-lib's seed_audit), so that only orders K..PERMS-1 are scored
+# (scripts/width10_m10.sh). A first cycle without an audit at PERMS orders
+# is left out of the comparisons.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/report-lib.sh
 source scripts/report-lib.sh
 STEPS=${STEPS:-144}
 PERMS=${PERMS:-5}
+MS=""; [ "$PERMS" = 5 ] || MS="-m$PERMS"
+FROM_PERMS=${FROM_PERMS:-}
 CYCLES=${CYCLES:-oc-sft-aug-spread:0:0:2 oc-sft-aug-spread:1:0:2}
 width10_setup reports/training/width10/adapters
 # first_cycle OBJ START STAGE / second_cycle OBJ START STAGE SEED: the audits.
 first_cycle() { stage_audit "$1" "$STEPS" "$2" "$3"; }
-cycle2_tag() { echo "w4seed$1$(seed_sfx "$2")-s$STEPS"; }
-second_cycle() { echo "$OUT/$1-s$STEPS-from-$(cycle2_tag "$2" "$3")$(seed_sfx "$4")$(objective_tag "$1")-m$PERMS"; }
+second_cycle() { cycle2_audit "$1" "$STEPS" "$2" "$3" "$4"; }
 # Every quadruple is checked before any run starts.
 for c in $CYCLES; do
     IFS=: read -r obj start stage seed <<< "$c"
@@ -51,10 +57,12 @@ done
 for c in $CYCLES; do
     IFS=: read -r obj start stage seed <<< "$c"
     extra=(OBJECTIVES="$obj"); [ "$obj" != oc-sft-aug-spread ] || extra=("${oc_sft_stage[@]}")
+    [ -z "$FROM_PERMS" ] || seed_audit "$(PERMS=$FROM_PERMS second_cycle "$obj" "$start" "$stage" "$seed")" \
+        "$(second_cycle "$obj" "$start" "$stage" "$seed")"
     run_in_lane "$RUNS/cycle2-s$STEPS-$obj-start$start-stage$stage-seed$seed.log" \
         "${common[@]}" "${extra[@]}" \
         INIT_SFX="-$(stage_name "$STEPS" "$start" "$stage")$(objective_tag "$obj")" \
-        INIT_TAG="$(cycle2_tag "$start" "$stage")" SEED="$seed" scripts/width_report.sh
+        INIT_TAG="$(cycle2_tag "$STEPS" "$start" "$stage")" SEED="$seed" scripts/width_report.sh
 done
 lanes_wait "a second cycle failed: see $RUNS/cycle2-*.log"
 
@@ -73,9 +81,11 @@ for obj in oc-sft-aug-spread single-order perm-aug; do
             second=$(second_cycle "$obj" "$start" "$stage" "$seed")
             [ -f "$second/results.json" ] || continue
             first=$(first_cycle "$obj" "$start" "$stage")
-            [[ " ${all[*]} " == *" $first "* ]] || all+=("$first")
+            if [ -f "$first/results.json" ]; then
+                [[ " ${all[*]} " == *" $first "* ]] || all+=("$first")
+                compare_audits "$OUT/compare-$(basename "$second")-vs-first-cycle.md" "$first" "$second"
+            fi
             all+=("$second")
-            compare_audits "$OUT/compare-$(basename "$second")-vs-first-cycle.md" "$first" "$second"
             # Controls at equal steps: single-order for perm-aug and OC-SFT,
             # perm-aug (its views without the consistency term) for OC-SFT.
             controls=()
@@ -100,7 +110,7 @@ done
 for control in "${!pooled[@]}"; do
     read -ra pairs <<< "${pooled[$control]}"
     [ "${#pairs[@]}" -lt 6 ] \
-        || python3 scripts/seed_pooled.py "${pairs[@]}" --out "$OUT/seed-pooled-cycle2-oc-sft-spread-vs-$control.md"
+        || python3 scripts/seed_pooled.py "${pairs[@]}" --out "$OUT/seed-pooled-cycle2$MS-oc-sft-spread-vs-$control.md"
 done
-python3 scripts/score_variance.py "${all[@]}" --out "$OUT/variance-cycle2.md"
-python3 scripts/window_spread.py "${all[@]}" --out "$OUT/window-spread-cycle2.md"
+python3 scripts/score_variance.py "${all[@]}" --out "$OUT/variance-cycle2$MS.md"
+python3 scripts/window_spread.py "${all[@]}" --out "$OUT/window-spread-cycle2$MS.md"

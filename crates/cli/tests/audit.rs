@@ -1,6 +1,8 @@
 //! `ocrank audit` end to end on the real model and DL19: an audit killed
 //! with SIGKILL mid-run and resumed ends with exactly the results of an
-//! uninterrupted one; a directory with other settings is refused.
+//! uninterrupted one; a directory with other settings is refused; an audit
+//! extended to more orders scores only the new ones and ends where an audit
+//! at that many orders from scratch does.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -13,6 +15,11 @@ fn root() -> PathBuf {
 }
 
 fn audit(out: &Path, extra: &[&str]) -> Command {
+    audit_with(out, "3", extra)
+}
+
+/// The test audit with `permutations` orders.
+fn audit_with(out: &Path, permutations: &str, extra: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_ocrank"));
     c.current_dir(root()).args([
         "audit",
@@ -27,7 +34,7 @@ fn audit(out: &Path, extra: &[&str]) -> Command {
         "--width",
         "3",
         "--permutations",
-        "3",
+        permutations,
         "--bsc",
         "2",
         "--bootstrap",
@@ -113,6 +120,47 @@ fn killed_and_resumed_audit_equals_an_uninterrupted_one() {
         !out.status.success() && err.contains("other settings") && err.contains("scorer"),
         "{err}"
     );
+}
+
+/// Permutation i of a query does not depend on M, so an audit's window log
+/// at fewer orders (here copied into a new directory, as
+/// `scripts/report-lib.sh`'s `seed_audit` does) is the start of the same
+/// scorer's audit at more: only the new orders are scored and the results
+/// equal a from-scratch audit's. Rerun at the smaller M, the directory gives
+/// the smaller audit's results again (orders beyond M are ignored).
+#[test]
+fn an_audit_extended_to_more_orders_equals_one_from_scratch() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (small, big, ext) = (
+        tmp.path().join("small"),
+        tmp.path().join("big"),
+        tmp.path().join("ext"),
+    );
+    // --bsc 2 scores at least 2 x 2 orders, so M = 4 and 6.
+    for (dir, m) in [(&small, "4"), (&big, "6")] {
+        let out = audit_with(dir, m, &[]).output().unwrap();
+        succeeded(&out);
+    }
+    std::fs::create_dir(&ext).unwrap();
+    for f in ["settings.json", "windows.jsonl"] {
+        std::fs::copy(small.join(f), ext.join(f)).unwrap();
+    }
+    let out = audit_with(&ext, "6", &[]).output().unwrap();
+    succeeded(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    // Two queries, depth 6, width 3: two windows per query and order.
+    assert!(
+        err.contains("24 windows in the plan, 16 already scored, 8 to score"),
+        "{err}"
+    );
+    assert_eq!(scores(&ext), scores(&big));
+    assert_eq!(results(&ext), results(&big));
+
+    let out = audit_with(&ext, "4", &[]).output().unwrap();
+    succeeded(&out);
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("16 windows in the plan, 16 already scored, 0 to score"));
+    assert_eq!(results(&ext), results(&small));
 }
 
 #[test]
