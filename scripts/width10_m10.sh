@@ -17,14 +17,13 @@
 # always has it as baseline; (2) width10_cycle2.sh with PERMS and
 # FROM_PERMS=5 on the six second cycles (kept adapters: no training; it
 # writes every per-start comparison, the pooled ones and the variance and
-# window-spread tables at PERMS); (3) per start, the
-# table: off the shelf as baseline, single-order, perm-aug and OC-SFT
+# window-spread tables at PERMS); (3) per start, the table: off the shelf
+# as baseline, single-order, perm-aug and OC-SFT
 # (compare-table-cycle2-w4seedSTART-mPERMS.md); (4) OC-SFT's decision sets
 # against each control's, pooled over the starts: the frozen-threshold
-# overlap beside threshold-free top-5/10/15 set overlaps
-# (scripts/retention.py -> retention-cycle2-mPERMS-oc-sft-spread-vs-CONTROL.md).
-# Resumable: rerun after an
-# interruption; finished audits rerun in a fraction of a second.
+# overlap beside threshold-free top-5/10/15 set overlaps (scripts/retention.py
+# -> retention-cycle2-mPERMS-oc-sft-spread-vs-CONTROL.md). Resumable: rerun
+# after an interruption; finished audits rerun in a fraction of a second.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/report-lib.sh
