@@ -22,8 +22,14 @@
 # (compare-table-cycle2-w4seedSTART-mPERMS.md); (4) OC-SFT's decision sets
 # against each control's, pooled over the starts: the frozen-threshold
 # overlap beside threshold-free top-5/10/15 set overlaps (scripts/retention.py
-# -> retention-cycle2-mPERMS-oc-sft-spread-vs-CONTROL.md). Resumable: rerun
-# after an interruption; finished audits rerun in a fraction of a second.
+# -> retention-cycle2-mPERMS-oc-sft-spread-vs-CONTROL.md); (5) BSC@K curves
+# (SPEC.md section 4) of the six trained scorers: each audit rerun with
+# --bsc PERMS/2 (every window is already scored, so it only adds the curve
+# to results.json; last, since step 2's audits write results.json without
+# it), and OC-SFT once against each control averaged over K orders, and at
+# equal K (scripts/bsc_match.py -> bsc[-same-k]-cycle2-mPERMS-oc-sft-spread-
+# vs-CONTROL.md). Resumable: rerun after an interruption; finished audits
+# rerun in a fraction of a second.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/report-lib.sh
@@ -54,4 +60,20 @@ for control in single-order perm-aug; do
         pairs+=(--pair "$(cycle2_audit oc-sft-aug-spread "$STEPS" "$start" 0 2)" "$(cycle2_audit "$control" "$STEPS" "$start" 0 2)")
     done
     python3 scripts/retention.py "${pairs[@]}" --out "$OUT/retention-cycle2-m$PERMS-oc-sft-spread-vs-$control.md"
+done
+
+for obj in single-order perm-aug oc-sft-aug-spread; do
+    for start in 0 1; do
+        audit=$(cycle2_audit "$obj" "$STEPS" "$start" 0 2)
+        kept=$(basename "$audit"); kept="$OUT/adapters/${kept%-m"$PERMS"}"
+        batched_audit "$(basename "$audit")" --adapter "$kept" --bsc $(( PERMS / 2 ))
+    done
+done
+for control in single-order perm-aug; do
+    pairs=()
+    for start in 0 1; do
+        pairs+=(--pair "$(cycle2_audit oc-sft-aug-spread "$STEPS" "$start" 0 2)" "$(cycle2_audit "$control" "$STEPS" "$start" 0 2)")
+    done
+    python3 scripts/bsc_match.py "${pairs[@]}" --out "$OUT/bsc-cycle2-m$PERMS-oc-sft-spread-vs-$control.md"
+    python3 scripts/bsc_match.py --same-k "${pairs[@]}" --out "$OUT/bsc-same-k-cycle2-m$PERMS-oc-sft-spread-vs-$control.md"
 done
