@@ -20,7 +20,9 @@
 # compare-sSTEPS-from-TAG[-seedN]-vs-OBJECTIVE.md for each control whose
 # OC-SFT twin has an audit, and, where an objective has two or more such
 # pairs (any start and stage seed, also from earlier invocations),
-# seed-pooled-sSTEPS-oc-sft-spread-vs-OBJECTIVE.md, and the variance shares
+# seed-pooled-sSTEPS-oc-sft-spread-vs-OBJECTIVE.md and the decision sets
+# beside each other (frozen threshold, top-5/10/15; scripts/retention.py),
+# retention-sSTEPS-oc-sft-spread-vs-OBJECTIVE.md, and the variance shares
 # of all those controls, variance-controls-sSTEPS.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -76,6 +78,7 @@ for obj in single-order perm-aug; do
     done 3< <(stage_seeds)
     if [ "${#pairs[@]}" -ge 6 ]; then
         python3 scripts/seed_pooled.py "${pairs[@]}" --out "$OUT/seed-pooled-s$STEPS-oc-sft-spread-vs-$obj.md"
+        python3 scripts/retention.py "${pairs[@]}" --out "$OUT/retention-s$STEPS-oc-sft-spread-vs-$obj.md"
     fi
 done
 # Where each control's score variance lies (slot, candidate, query), as

@@ -106,11 +106,14 @@ for obj in oc-sft-aug-spread single-order perm-aug; do
     done 3< <(stage_seeds)
 done
 # With two or more such pairs for a control, OC-SFT's difference pooled over
-# them (scripts/seed_pooled.py, as width10_controls.sh does at 144 steps).
+# them (scripts/seed_pooled.py, as width10_controls.sh does at 144 steps),
+# and their decision sets (frozen threshold, top-5/10/15;
+# scripts/retention.py).
 for control in "${!pooled[@]}"; do
     read -ra pairs <<< "${pooled[$control]}"
-    [ "${#pairs[@]}" -lt 6 ] \
-        || python3 scripts/seed_pooled.py "${pairs[@]}" --out "$OUT/seed-pooled-cycle2$MS-oc-sft-spread-vs-$control.md"
+    [ "${#pairs[@]}" -ge 6 ] || continue
+    python3 scripts/seed_pooled.py "${pairs[@]}" --out "$OUT/seed-pooled-cycle2$MS-oc-sft-spread-vs-$control.md"
+    python3 scripts/retention.py "${pairs[@]}" --out "$OUT/retention-cycle2$MS-oc-sft-spread-vs-$control.md"
 done
 python3 scripts/score_variance.py "${all[@]}" --out "$OUT/variance-cycle2$MS.md"
 python3 scripts/window_spread.py "${all[@]}" --out "$OUT/window-spread-cycle2$MS.md"

@@ -17,12 +17,12 @@
 # always has it as baseline; (2) width10_cycle2.sh with PERMS and
 # FROM_PERMS=5 on the six second cycles (kept adapters: no training; it
 # writes every per-start comparison, the pooled ones and the variance and
-# window-spread tables at PERMS); (3) per start, the table: off the shelf
-# as baseline, single-order, perm-aug and OC-SFT
-# (compare-table-cycle2-w4seedSTART-mPERMS.md); (4) OC-SFT's decision sets
-# against each control's, pooled over the starts: the frozen-threshold
-# overlap beside threshold-free top-5/10/15 set overlaps (scripts/retention.py
-# -> retention-cycle2-mPERMS-oc-sft-spread-vs-CONTROL.md); (5) BSC@K curves
+# window-spread tables at PERMS, and OC-SFT's decision sets against each
+# control's, pooled over the starts: the frozen-threshold overlap beside
+# threshold-free top-5/10/15 set overlaps, scripts/retention.py ->
+# retention-cycle2-mPERMS-oc-sft-spread-vs-CONTROL.md); (3) per start, the
+# table: off the shelf as baseline, single-order, perm-aug and OC-SFT
+# (compare-table-cycle2-w4seedSTART-mPERMS.md); (4) BSC@K curves
 # (SPEC.md section 4) of the six trained scorers: each audit rerun with
 # --bsc PERMS/2 (every window is already scored, so it only adds the curve
 # to results.json; last, since step 2's audits write results.json without
@@ -52,14 +52,6 @@ for start in 0 1; do
     dirs=("$OUT/off-the-shelf-m$PERMS")
     for obj in single-order perm-aug oc-sft-aug-spread; do dirs+=("$(cycle2_audit "$obj" "$STEPS" "$start" 0 2)"); done
     compare_audits "$OUT/compare-table-cycle2-w4seed$start-m$PERMS.md" "${dirs[@]}"
-done
-
-for control in single-order perm-aug; do
-    pairs=()
-    for start in 0 1; do
-        pairs+=(--pair "$(cycle2_audit oc-sft-aug-spread "$STEPS" "$start" 0 2)" "$(cycle2_audit "$control" "$STEPS" "$start" 0 2)")
-    done
-    python3 scripts/retention.py "${pairs[@]}" --out "$OUT/retention-cycle2-m$PERMS-oc-sft-spread-vs-$control.md"
 done
 
 for obj in single-order perm-aug oc-sft-aug-spread; do
