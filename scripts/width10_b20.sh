@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The 288-step width-10 scorers at the issue's evaluation width B = 20
+# (reports/training/width10/b20.md): trained on windows of 10, scored here
+# with all 20 BM25 candidates of a DL19 pool in one window (one window per
+# query and order; 300 characters, compact template), M = PERMS orders.
+# SCORERS lists OBJECTIVE:START pairs (second cycles, stage seed 0, cycle
+# seed 2: scripts/width10_cycle2.sh), audited two side by side on one
+# thread each, then OC-SFT compared with each control of the same start
+# (ocrank compare; scripts/retention.py for the top-5/10/15 decision sets).
+#
+#   scripts/width10_b20.sh     # SCORERS="oc-sft-aug-spread:1 single-order:1", PERMS=5
+#
+# Resumable (audits score only missing windows); PERMS=10 FROM_PERMS=5
+# extends finished audits by orders 5-9 (report-lib's seed_audit).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=scripts/report-lib.sh
+source scripts/report-lib.sh
+PERMS=${PERMS:-5}
+FROM_PERMS=${FROM_PERMS:-}
+STEPS=144
+SCORERS=${SCORERS:-oc-sft-aug-spread:1 single-order:1}
+W10=reports/training/width10
+OUT=$W10/b20
+SCORER=(--width 20 --max-chars 300 --template compact)
+MODEL=()
+mkdir -p "$OUT" runs/width10
+export RAYON_NUM_THREADS=${RAYON_NUM_THREADS:-1}
+for s in $SCORERS; do
+    IFS=: read -r obj start <<< "$s"
+    name=$(basename "$(cycle2_audit "$obj" "$STEPS" "$start" 0 2)")
+    [ -z "$FROM_PERMS" ] || seed_audit "$OUT/${name%-m"$PERMS"}-m$FROM_PERMS" "$OUT/$name"
+    run_in_lane "runs/width10/b20-$name.log" batched_audit "$name" --adapter "$W10/adapters/${name%-m"$PERMS"}"
+done
+lanes_wait "a B = 20 audit failed: see runs/width10/b20-*.log"
+for s in $SCORERS; do
+    IFS=: read -r obj start <<< "$s"
+    [ "$obj" = oc-sft-aug-spread ] || continue
+    oc=$OUT/$(basename "$(cycle2_audit "$obj" "$STEPS" "$start" 0 2)")
+    for control in single-order perm-aug; do
+        ctl=$OUT/$(basename "$(cycle2_audit "$control" "$STEPS" "$start" 0 2)")
+        [ -f "$ctl/results.json" ] || continue
+        compare_audits "$OUT/compare-$(basename "$oc")-vs-$control.md" "$ctl" "$oc"
+        python3 scripts/retention.py --pair "$oc" "$ctl" --out "$OUT/retention-$(basename "$oc")-vs-$control.md"
+    done
+done
