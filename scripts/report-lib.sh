@@ -56,11 +56,14 @@ objective_tag() { [ "$1" != oc-sft-aug-spread ] || echo "-$OC_SFT_TAG"; }
 stage_audit() { local obj=$1; shift; echo "$OUT/$obj-$(stage_name "$@")$(objective_tag "$obj")-m$PERMS"; }
 oc_sft_stage_audit() { stage_audit oc-sft-aug-spread "$@"; }
 # cycle2_tag STEPS START STAGE: the INIT_TAG of a second cycle from that
-# stage; cycle2_audit OBJECTIVE STEPS START STAGE SEED: the audit in $OUT,
-# with $PERMS orders, of that objective's second cycle (STEPS more steps from
-# the STEPS-step stage, with --seed SEED; scripts/width10_cycle2.sh).
+# stage; cycle2_name OBJECTIVE STEPS START STAGE SEED: the name of that
+# objective's second cycle (STEPS more steps from the STEPS-step stage, with
+# --seed SEED; scripts/width10_cycle2.sh), its kept adapter's directory in
+# width10/adapters; cycle2_audit (same arguments): its audit in $OUT with
+# $PERMS orders.
 cycle2_tag() { echo "w4seed$2$(seed_sfx "$3")-s$1"; }
-cycle2_audit() { echo "$OUT/$1-s$2-from-$(cycle2_tag "$2" "$3" "$4")$(seed_sfx "$5")$(objective_tag "$1")-m$PERMS"; }
+cycle2_name() { echo "$1-s$2-from-$(cycle2_tag "$2" "$3" "$4")$(seed_sfx "$5")$(objective_tag "$1")"; }
+cycle2_audit() { echo "$OUT/$(cycle2_name "$@")-m$PERMS"; }
 
 # seed_audit FROM TO: starts the audit directory TO from the window log of
 # the audit FROM of the same scorer with fewer orders, when TO has no window

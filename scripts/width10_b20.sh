@@ -28,17 +28,17 @@ mkdir -p "$OUT" runs/width10
 export RAYON_NUM_THREADS=${RAYON_NUM_THREADS:-1}
 for s in $SCORERS; do
     IFS=: read -r obj start <<< "$s"
-    name=$(basename "$(cycle2_audit "$obj" "$STEPS" "$start" 0 2)")
-    [ -z "$FROM_PERMS" ] || seed_audit "$OUT/${name%-m"$PERMS"}-m$FROM_PERMS" "$OUT/$name"
-    run_in_lane "runs/width10/b20-$name.log" batched_audit "$name" --adapter "$W10/adapters/${name%-m"$PERMS"}"
+    name=$(cycle2_name "$obj" "$STEPS" "$start" 0 2)
+    [ -z "$FROM_PERMS" ] || seed_audit "$OUT/$name-m$FROM_PERMS" "$OUT/$name-m$PERMS"
+    run_in_lane "runs/width10/b20-$name-m$PERMS.log" batched_audit "$name-m$PERMS" --adapter "$W10/adapters/$name"
 done
 lanes_wait "a B = 20 audit failed: see runs/width10/b20-*.log"
 for s in $SCORERS; do
     IFS=: read -r obj start <<< "$s"
     [ "$obj" = oc-sft-aug-spread ] || continue
-    oc=$OUT/$(basename "$(cycle2_audit "$obj" "$STEPS" "$start" 0 2)")
+    oc=$(cycle2_audit "$obj" "$STEPS" "$start" 0 2)
     for control in single-order perm-aug; do
-        ctl=$OUT/$(basename "$(cycle2_audit "$control" "$STEPS" "$start" 0 2)")
+        ctl=$(cycle2_audit "$control" "$STEPS" "$start" 0 2)
         [ -f "$ctl/results.json" ] || continue
         compare_audits "$OUT/compare-$(basename "$oc")-vs-$control.md" "$ctl" "$oc"
         python3 scripts/retention.py --pair "$oc" "$ctl" --out "$OUT/retention-$(basename "$oc")-vs-$control.md"

@@ -14,20 +14,18 @@
 # Steps: (1) the off-the-shelf audit at PERMS alone on two threads, started
 # from reports/training/width4/width10/off-the-shelf (M = 5), first so that
 # width_report.sh's own compare-s144-from-w4seedSTART-s144-seed2-mPERMS.md
-# always has it as baseline; (2) width10_cycle2.sh with PERMS and
-# FROM_PERMS=5 on the six second cycles (kept adapters: no training; it
+# always has it as baseline; (2) width10_cycle2.sh with PERMS,
+# FROM_PERMS=5 and AUDIT_ARGS="--bsc PERMS/2" (each audit also holds its
+# BSC@K curve, SPEC.md section 4) on the six second cycles (kept adapters:
+# no training; it
 # writes every per-start comparison, the pooled ones and the variance and
 # window-spread tables at PERMS, and OC-SFT's decision sets against each
 # control's, pooled over the starts: the frozen-threshold overlap beside
 # threshold-free top-5/10/15 set overlaps, scripts/retention.py ->
 # retention-cycle2-mPERMS-oc-sft-spread-vs-CONTROL.md); (3) per start, the
 # table: off the shelf as baseline, single-order, perm-aug and OC-SFT
-# (compare-table-cycle2-w4seedSTART-mPERMS.md); (4) BSC@K curves
-# (SPEC.md section 4) of the six trained scorers: each audit rerun with
-# --bsc PERMS/2 (every window is already scored, so it only adds the curve
-# to results.json; last, since step 2's audits write results.json without
-# it), and OC-SFT once against each control averaged over K orders, and at
-# equal K (scripts/bsc_match.py -> bsc[-same-k]-cycle2-mPERMS-oc-sft-spread-
+# (compare-table-cycle2-w4seedSTART-mPERMS.md); (4) OC-SFT once against
+# each control averaged over K orders, and both at equal K (scripts/bsc_match.py -> bsc[-same-k]-cycle2-mPERMS-oc-sft-spread-
 # vs-CONTROL.md). Resumable: rerun after an interruption; finished audits
 # rerun in a fraction of a second.
 set -euo pipefail
@@ -46,7 +44,7 @@ CYCLES=""
 for obj in oc-sft-aug-spread single-order perm-aug; do
     for start in 0 1; do CYCLES+=" $obj:$start:0:2"; done
 done
-PERMS=$PERMS FROM_PERMS=5 CYCLES="$CYCLES" scripts/width10_cycle2.sh
+AUDIT_ARGS="--bsc $(( PERMS / 2 ))" PERMS=$PERMS FROM_PERMS=5 CYCLES="$CYCLES" scripts/width10_cycle2.sh
 
 for start in 0 1; do
     dirs=("$OUT/off-the-shelf-m$PERMS")
@@ -54,13 +52,6 @@ for start in 0 1; do
     compare_audits "$OUT/compare-table-cycle2-w4seed$start-m$PERMS.md" "${dirs[@]}"
 done
 
-for obj in single-order perm-aug oc-sft-aug-spread; do
-    for start in 0 1; do
-        audit=$(cycle2_audit "$obj" "$STEPS" "$start" 0 2)
-        kept=$(basename "$audit"); kept="$OUT/adapters/${kept%-m"$PERMS"}"
-        batched_audit "$(basename "$audit")" --adapter "$kept" --bsc $(( PERMS / 2 ))
-    done
-done
 for control in single-order perm-aug; do
     pairs=()
     for start in 0 1; do

@@ -28,7 +28,8 @@
 # names end in -from-$INIT_TAG; INIT_OBJ=NAME starts every objective from
 # INIT/NAME$INIT_SFX instead), SEED (0: data order, views, dropout; other
 # seeds add -seedN to the names), TAG (names end in -TAG: e.g. the label set,
-# when two runs differ only in LABELS). LANES=N runs up to N objectives at once, each as its own process on
+# when two runs differ only in LABELS), AUDIT_ARGS (further `ocrank audit`
+# flags for the trained objectives' audits, e.g. "--bsc 5"). LANES=N runs up to N objectives at once, each as its own process on
 # one thread (RAYON_NUM_THREADS=1): on the 2-core machine a width-2 step
 # runs 1.11x faster on 2 threads than on 1 (bench/threads.md), so two
 # one-thread runs side by side finish nearly twice the work.
@@ -101,7 +102,8 @@ train_and_audit() { local obj=$1 run="$RUNS/$1$SFX" kept="$OUT/adapters/$1$SFX"
         cp "$run/train.json" "$run/log.jsonl" "$OUT/train-$obj$SFX/"
         cp "$run"/adapter/* "$kept/"
     fi
-    batched_audit "$obj$SFX$MSFX" --adapter "$kept"
+    read -r -a audit_args <<< "${AUDIT_ARGS:-}"
+    batched_audit "$obj$SFX$MSFX" --adapter "$kept" "${audit_args[@]}"
 }
 
 # Runs "$@" as lane NAME: with LANES > 1 in the background once a lane is
