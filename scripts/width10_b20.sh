@@ -4,11 +4,16 @@
 # with all 20 BM25 candidates of a DL19 pool in one window (one window per
 # query and order; 300 characters, compact template), M = PERMS orders.
 # SCORERS lists OBJECTIVE:START pairs (second cycles, stage seed 0, cycle
-# seed 2: scripts/width10_cycle2.sh), audited two side by side on one
-# thread each, then OC-SFT compared with each control of the same start
-# (ocrank compare; scripts/retention.py for the top-5/10/15 decision sets).
+# seed 2: scripts/width10_cycle2.sh) and optionally `off-the-shelf` (the base
+# model, no adapter), audited two side by side on one thread each; then
+# each OC-SFT audit at M = PERMS is compared with each control audit at M =
+# PERMS of the same start and with the base model's (ocrank compare;
+# scripts/retention.py for the top-5/10/15 decision sets), and with all
+# four at M = PERMS, the table with off the shelf as baseline
+# (compare-table-w4seedSTART-mPERMS.md).
 #
 #   scripts/width10_b20.sh     # SCORERS="oc-sft-aug-spread:1 single-order:1", PERMS=5
+#   SCORERS="perm-aug:1 off-the-shelf" PERMS=10 scripts/width10_b20.sh
 #
 # Resumable (audits score only missing windows); PERMS=10 FROM_PERMS=5
 # extends finished audits by orders 5-9 (report-lib's seed_audit).
@@ -27,20 +32,34 @@ MODEL=()
 mkdir -p "$OUT" runs/width10
 export RAYON_NUM_THREADS=${RAYON_NUM_THREADS:-1}
 for s in $SCORERS; do
-    IFS=: read -r obj start <<< "$s"
-    name=$(cycle2_name "$obj" "$STEPS" "$start" 0 2)
+    if [ "$s" = off-the-shelf ]; then
+        name=off-the-shelf adapter=()
+    else
+        IFS=: read -r obj start <<< "$s"
+        name=$(cycle2_name "$obj" "$STEPS" "$start" 0 2)
+        adapter=(--adapter "$W10/adapters/$name")
+    fi
     [ -z "$FROM_PERMS" ] || seed_audit "$OUT/$name-m$FROM_PERMS" "$OUT/$name-m$PERMS"
-    run_in_lane "runs/width10/b20-$name-m$PERMS.log" batched_audit "$name-m$PERMS" --adapter "$W10/adapters/$name"
+    run_in_lane "runs/width10/b20-$name-m$PERMS.log" batched_audit "$name-m$PERMS" "${adapter[@]}"
 done
 lanes_wait "a B = 20 audit failed: see runs/width10/b20-*.log"
-for s in $SCORERS; do
-    IFS=: read -r obj start <<< "$s"
-    [ "$obj" = oc-sft-aug-spread ] || continue
-    oc=$(cycle2_audit "$obj" "$STEPS" "$start" 0 2)
-    for control in single-order perm-aug; do
-        ctl=$(cycle2_audit "$control" "$STEPS" "$start" 0 2)
+for start in 0 1; do
+    oc=$(cycle2_audit oc-sft-aug-spread "$STEPS" "$start" 0 2)
+    [ -f "$oc/results.json" ] || continue
+    for control in single-order perm-aug off-the-shelf; do
+        if [ "$control" = off-the-shelf ]; then ctl=$OUT/off-the-shelf-m$PERMS
+        else ctl=$(cycle2_audit "$control" "$STEPS" "$start" 0 2); fi
         [ -f "$ctl/results.json" ] || continue
         compare_audits "$OUT/compare-$(basename "$oc")-vs-$control.md" "$ctl" "$oc"
         python3 scripts/retention.py --pair "$oc" "$ctl" --out "$OUT/retention-$(basename "$oc")-vs-$control.md"
     done
+done
+# The issue's table for each start whose four audits at M = PERMS all exist:
+# off the shelf as baseline, single-order, perm-aug, OC-SFT.
+for start in 0 1; do
+    dirs=("$OUT/off-the-shelf-m$PERMS")
+    for obj in single-order perm-aug oc-sft-aug-spread; do dirs+=("$(cycle2_audit "$obj" "$STEPS" "$start" 0 2)"); done
+    missing=0
+    for d in "${dirs[@]}"; do [ -f "$d/results.json" ] || missing=1; done
+    [ "$missing" = 1 ] || compare_audits "$OUT/compare-table-w4seed$start-m$PERMS.md" "${dirs[@]}"
 done
