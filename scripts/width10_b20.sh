@@ -10,7 +10,8 @@
 # PERMS of the same start and with the base model's (ocrank compare;
 # scripts/retention.py for the top-5/10/15 decision sets), and with all
 # four at M = PERMS, the table with off the shelf as baseline
-# (compare-table-w4seedSTART-mPERMS.md).
+# (compare-table-w4seedSTART-mPERMS.md); with both starts, OC-SFT minus
+# each control pooled over them (seed-pooled-mPERMS-*.md, retention-pooled-*).
 #
 #   scripts/width10_b20.sh     # SCORERS="oc-sft-aug-spread:1 single-order:1", PERMS=5
 #   SCORERS="perm-aug:1 off-the-shelf" PERMS=10 scripts/width10_b20.sh
@@ -62,4 +63,18 @@ for start in 0 1; do
     missing=0
     for d in "${dirs[@]}"; do [ -f "$d/results.json" ] || missing=1; done
     [ "$missing" = 1 ] || compare_audits "$OUT/compare-table-w4seed$start-m$PERMS.md" "${dirs[@]}"
+done
+# OC-SFT minus each control pooled over the starts whose two audits at M =
+# PERMS both exist, when there are two (scripts/seed_pooled.py; the decision
+# sets with scripts/retention.py).
+for control in single-order perm-aug; do
+    pairs=()
+    for start in 0 1; do
+        oc=$(cycle2_audit oc-sft-aug-spread "$STEPS" "$start" 0 2)
+        ctl=$(cycle2_audit "$control" "$STEPS" "$start" 0 2)
+        [ -f "$oc/results.json" ] && [ -f "$ctl/results.json" ] && pairs+=(--pair "$oc" "$ctl")
+    done
+    [ "${#pairs[@]}" = 6 ] || continue
+    python3 scripts/seed_pooled.py "${pairs[@]}" --out "$OUT/seed-pooled-m$PERMS-oc-sft-spread-vs-$control.md"
+    python3 scripts/retention.py "${pairs[@]}" --out "$OUT/retention-pooled-m$PERMS-oc-sft-spread-vs-$control.md"
 done
