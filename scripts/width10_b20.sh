@@ -72,7 +72,7 @@ for control in single-order perm-aug; do
     for start in 0 1; do
         oc=$(cycle2_audit oc-sft-aug-spread "$STEPS" "$start" 0 2)
         ctl=$(cycle2_audit "$control" "$STEPS" "$start" 0 2)
-        [ -f "$oc/results.json" ] && [ -f "$ctl/results.json" ] && pairs+=(--pair "$oc" "$ctl")
+        if [ -f "$oc/results.json" ] && [ -f "$ctl/results.json" ]; then pairs+=(--pair "$oc" "$ctl"); fi
     done
     [ "${#pairs[@]}" = 6 ] || continue
     python3 scripts/seed_pooled.py "${pairs[@]}" --out "$OUT/seed-pooled-m$PERMS-oc-sft-spread-vs-$control.md"
