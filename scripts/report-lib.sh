@@ -64,6 +64,16 @@ oc_sft_stage_audit() { stage_audit oc-sft-aug-spread "$@"; }
 cycle2_tag() { echo "w4seed$2$(seed_sfx "$3")-s$1"; }
 cycle2_name() { echo "$1-s$2-from-$(cycle2_tag "$2" "$3" "$4")$(seed_sfx "$5")$(objective_tag "$1")"; }
 cycle2_audit() { echo "$OUT/$(cycle2_name "$@")-m$PERMS"; }
+# issue_table FILE START: issue 5's table of one start at M = PERMS with
+# `ocrank compare`: off the shelf ($OUT/off-the-shelf-mPERMS) as baseline,
+# then the single-order, perm-aug and OC-SFT second cycles of STEPS steps.
+# Returns 3, naming the audit, when one has no results.json yet.
+issue_table() { local file=$1 start=$2 obj d dirs=("$OUT/off-the-shelf-m$PERMS")
+    for obj in single-order perm-aug oc-sft-aug-spread; do dirs+=("$(cycle2_audit "$obj" "$STEPS" "$start" 0 2)"); done
+    for d in "${dirs[@]}"; do
+        [ -f "$d/results.json" ] || { echo "issue_table: $d has no results.json" >&2; return 3; }
+    done
+    compare_audits "$file" "${dirs[@]}"; }
 
 # seed_audit FROM TO: starts the audit directory TO from the window log of
 # the audit FROM of the same scorer with fewer orders, when TO has no window

@@ -55,15 +55,10 @@ for start in 0 1; do
         python3 scripts/retention.py --pair "$oc" "$ctl" --out "$OUT/retention-$(basename "$oc")-vs-$control.md"
     done
 done
-# The issue's table for each start whose four audits at M = PERMS all exist:
+# The issue's table for each start whose four audits at M = PERMS all exist
+# (issue_table returns 3, naming the missing audit, for the others):
 # off the shelf as baseline, single-order, perm-aug, OC-SFT.
-for start in 0 1; do
-    dirs=("$OUT/off-the-shelf-m$PERMS")
-    for obj in single-order perm-aug oc-sft-aug-spread; do dirs+=("$(cycle2_audit "$obj" "$STEPS" "$start" 0 2)"); done
-    missing=0
-    for d in "${dirs[@]}"; do [ -f "$d/results.json" ] || missing=1; done
-    [ "$missing" = 1 ] || compare_audits "$OUT/compare-table-w4seed$start-m$PERMS.md" "${dirs[@]}"
-done
+for start in 0 1; do issue_table "$OUT/compare-table-w4seed$start-m$PERMS.md" "$start" || [ $? = 3 ]; done
 # OC-SFT minus each control pooled over the starts whose two audits at M =
 # PERMS both exist, when there are two (scripts/seed_pooled.py; the decision
 # sets with scripts/retention.py).

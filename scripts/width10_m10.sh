@@ -46,11 +46,7 @@ for obj in oc-sft-aug-spread single-order perm-aug; do
 done
 AUDIT_ARGS="--bsc $(( PERMS / 2 ))" PERMS=$PERMS FROM_PERMS=5 CYCLES="$CYCLES" scripts/width10_cycle2.sh
 
-for start in 0 1; do
-    dirs=("$OUT/off-the-shelf-m$PERMS")
-    for obj in single-order perm-aug oc-sft-aug-spread; do dirs+=("$(cycle2_audit "$obj" "$STEPS" "$start" 0 2)"); done
-    compare_audits "$OUT/compare-table-cycle2-w4seed$start-m$PERMS.md" "${dirs[@]}"
-done
+for start in 0 1; do issue_table "$OUT/compare-table-cycle2-w4seed$start-m$PERMS.md" "$start"; done
 
 for control in single-order perm-aug; do
     pairs=()
