@@ -75,6 +75,15 @@ issue_table() { local file=$1 start=$2 obj d dirs=("$OUT/off-the-shelf-m$PERMS")
     done
     compare_audits "$file" "${dirs[@]}"; }
 
+# pool_pairs SEED_OUT RETENTION_OUT --pair OC CONTROL [--pair ...]: OC-SFT
+# minus a control pooled over the pairs given (each its own start or stage
+# seed): ranking quality and tau-PSI with scripts/seed_pooled.py into
+# SEED_OUT, the decision sets (frozen threshold, top-5/10/15) with
+# scripts/retention.py into RETENTION_OUT.
+pool_pairs() { local seed_out=$1 retention_out=$2; shift 2
+    python3 scripts/seed_pooled.py "$@" --out "$seed_out"
+    python3 scripts/retention.py "$@" --out "$retention_out"; }
+
 # seed_audit FROM TO: starts the audit directory TO from the window log of
 # the audit FROM of the same scorer with fewer orders, when TO has no window
 # log yet, so that `ocrank audit --permutations M --out TO` scores only the

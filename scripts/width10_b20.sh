@@ -70,6 +70,6 @@ for control in single-order perm-aug; do
         if [ -f "$oc/results.json" ] && [ -f "$ctl/results.json" ]; then pairs+=(--pair "$oc" "$ctl"); fi
     done
     [ "${#pairs[@]}" = 6 ] || continue
-    python3 scripts/seed_pooled.py "${pairs[@]}" --out "$OUT/seed-pooled-m$PERMS-oc-sft-spread-vs-$control.md"
-    python3 scripts/retention.py "${pairs[@]}" --out "$OUT/retention-pooled-m$PERMS-oc-sft-spread-vs-$control.md"
+    pool_pairs "$OUT/seed-pooled-m$PERMS-oc-sft-spread-vs-$control.md" \
+        "$OUT/retention-pooled-m$PERMS-oc-sft-spread-vs-$control.md" "${pairs[@]}"
 done

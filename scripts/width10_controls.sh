@@ -77,8 +77,8 @@ for obj in single-order perm-aug; do
         pairs+=(--pair "$oc" "$ctl"); controls+=("$ctl")
     done 3< <(stage_seeds)
     if [ "${#pairs[@]}" -ge 6 ]; then
-        python3 scripts/seed_pooled.py "${pairs[@]}" --out "$OUT/seed-pooled-s$STEPS-oc-sft-spread-vs-$obj.md"
-        python3 scripts/retention.py "${pairs[@]}" --out "$OUT/retention-s$STEPS-oc-sft-spread-vs-$obj.md"
+        pool_pairs "$OUT/seed-pooled-s$STEPS-oc-sft-spread-vs-$obj.md" \
+            "$OUT/retention-s$STEPS-oc-sft-spread-vs-$obj.md" "${pairs[@]}"
     fi
 done
 # Where each control's score variance lies (slot, candidate, query), as

@@ -112,8 +112,8 @@ done
 for control in "${!pooled[@]}"; do
     read -ra pairs <<< "${pooled[$control]}"
     [ "${#pairs[@]}" -ge 6 ] || continue
-    python3 scripts/seed_pooled.py "${pairs[@]}" --out "$OUT/seed-pooled-cycle2$MS-oc-sft-spread-vs-$control.md"
-    python3 scripts/retention.py "${pairs[@]}" --out "$OUT/retention-cycle2$MS-oc-sft-spread-vs-$control.md"
+    pool_pairs "$OUT/seed-pooled-cycle2$MS-oc-sft-spread-vs-$control.md" \
+        "$OUT/retention-cycle2$MS-oc-sft-spread-vs-$control.md" "${pairs[@]}"
 done
 python3 scripts/score_variance.py "${all[@]}" --out "$OUT/variance-cycle2$MS.md"
 python3 scripts/window_spread.py "${all[@]}" --out "$OUT/window-spread-cycle2$MS.md"
