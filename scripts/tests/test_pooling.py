@@ -1,8 +1,8 @@
 """Tests of the scripts behind the training reports' difference tables:
 scripts/seed_pooled.py (treatment minus control pooled over training
-seeds or starts), scripts/retention.py (decision sets across orders) and
+seeds or starts), scripts/retention.py (decision sets across orders),
 scripts/bsc_match.py (one forward against a control averaged over K
-orders). Each runs on small audits written here, whose answers are known
+orders) and scripts/paired_vs_run.py (an audit against a TREC run). Each runs on small audits written here, whose answers are known
 by hand, and once on committed audits against the committed tables.
 
     python3 -m unittest discover -s scripts/tests
@@ -208,6 +208,45 @@ class BscMatchTest(Tmp):
         r = run("bsc_match.py", "--pair", treatment, control, "--out", self.path("bsc.md"))
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("no BSC curve", r.stderr)
+
+
+class PairedVsRunTest(Tmp):
+    """scripts/paired_vs_run.py: a trained scorer against the first stage's
+    run (the issue's "above BM25" comparisons)."""
+
+    def eval_q(self, name, per_query):
+        # `ocrank eval -q` lines as trec_eval -q prints them, with the summary row.
+        path = self.path(name)
+        with open(path, "w") as f:
+            for q, x in per_query.items():
+                f.write(f"ndcg_cut_10           \t{q}\t{x:.4f}\n")
+            f.write(f"ndcg_cut_10           \tall\t{sum(per_query.values()) / len(per_query):.4f}\n")
+        return path
+
+    def test_audit_against_a_run(self):
+        run_file = self.eval_q("bm25.txt", {"q1": 0.5, "q2": 0.25, "q3": 0.75})
+        a = write_audit(self.path("a"), {"q1": measures(0.1, ndcg=0.6), "q2": measures(0.1, ndcg=0.25),
+                                         "q3": measures(0.1, ndcg=0.7)})
+        r = run("paired_vs_run.py", a, run_file)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        # (+0.1 + 0 − 0.05) / 3; the "all" row is not a query.
+        self.assertIn("3 queries: audit ndcg_at_10 0.5167, run 0.5000, difference +0.0167", r.stdout)
+        self.assertIn("higher on 1 queries, lower on 1, equal on 1", r.stdout)
+
+    def test_seeds_pooled_by_comma(self):
+        run_file = self.eval_q("bm25.txt", {"q1": 0.5, "q2": 0.5})
+        a = write_audit(self.path("a"), {"q1": measures(0.1, ndcg=0.7), "q2": measures(0.1, ndcg=0.5)})
+        b = write_audit(self.path("b"), {"q1": measures(0.1, ndcg=0.5), "q2": measures(0.1, ndcg=0.3)})
+        r = run("paired_vs_run.py", f"{a},{b}", run_file)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("audit ndcg_at_10 0.5000, run 0.5000, difference +0.0000 [-0.1000, +0.1000]", r.stdout)
+
+    def test_refuses_disjoint_queries(self):
+        run_file = self.eval_q("bm25.txt", {"q9": 0.5})
+        a = write_audit(self.path("a"), {"q1": measures(0.1)})
+        r = run("paired_vs_run.py", a, run_file)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("no query in common", r.stderr)
 
 
 if __name__ == "__main__":

@@ -2,8 +2,9 @@
 //! which combines trained scorers' readouts, `scripts/hotpotqa_bm25.py`,
 //! HotpotQA's BM25 pools, qrels and run, `scripts/answer_flip_extras.py`,
 //! the answer-flip report's extra counts, and `scripts/seed_pooled.py`,
-//! `scripts/retention.py` and `scripts/bsc_match.py`, the training reports'
-//! pooled, decision-set and BSC@K differences) have unit tests under
+//! `scripts/retention.py`, `scripts/bsc_match.py` and
+//! `scripts/paired_vs_run.py`, the training reports' pooled, decision-set,
+//! BSC@K and against-BM25 differences) have unit tests under
 //! `scripts/tests/`; this runs them with the workspace's
 //! tests, so CI covers them. Needs `python3` (standard library only), which
 //! `scripts/setup.sh` needs as well.
