@@ -12,6 +12,10 @@
 # four at M = PERMS, the table with off the shelf as baseline
 # (compare-table-w4seedSTART-mPERMS.md); with both starts, OC-SFT minus
 # each control pooled over them (seed-pooled-mPERMS-*.md, retention-pooled-*).
+# At M >= 10 each audit also holds its BSC@K curve (K = 1 to PERMS/2:
+# `ocrank audit --bsc`, nothing new scored) and OC-SFT scored once is set
+# against each control averaged over K orders, and both at equal K, over the
+# starts with both audits (scripts/bsc_match.py -> bsc[-same-k]-mPERMS-*.md).
 #
 #   scripts/width10_b20.sh     # SCORERS="oc-sft-aug-spread:1 single-order:1", PERMS=5
 #   SCORERS="perm-aug:1 off-the-shelf" PERMS=10 scripts/width10_b20.sh
@@ -30,6 +34,8 @@ W10=reports/training/width10
 OUT=$W10/b20
 SCORER=(--width 20 --max-chars 300 --template compact)
 MODEL=()
+BSC=()
+[ "$PERMS" -lt 10 ] || BSC=(--bsc $(( PERMS / 2 )))
 mkdir -p "$OUT" runs/width10
 export RAYON_NUM_THREADS=${RAYON_NUM_THREADS:-1}
 for s in $SCORERS; do
@@ -41,7 +47,7 @@ for s in $SCORERS; do
         adapter=(--adapter "$W10/adapters/$name")
     fi
     [ -z "$FROM_PERMS" ] || seed_audit "$OUT/$name-m$FROM_PERMS" "$OUT/$name-m$PERMS"
-    run_in_lane "runs/width10/b20-$name-m$PERMS.log" batched_audit "$name-m$PERMS" "${adapter[@]}"
+    run_in_lane "runs/width10/b20-$name-m$PERMS.log" batched_audit "$name-m$PERMS" "${adapter[@]}" "${BSC[@]}"
 done
 lanes_wait "a B = 20 audit failed: see runs/width10/b20-*.log"
 for start in 0 1; do
@@ -69,6 +75,10 @@ for control in single-order perm-aug; do
         ctl=$(cycle2_audit "$control" "$STEPS" "$start" 0 2)
         if [ -f "$oc/results.json" ] && [ -f "$ctl/results.json" ]; then pairs+=(--pair "$oc" "$ctl"); fi
     done
+    if [ "${#BSC[@]}" -gt 0 ] && [ "${#pairs[@]}" -ge 3 ]; then
+        python3 scripts/bsc_match.py "${pairs[@]}" --out "$OUT/bsc-m$PERMS-oc-sft-spread-vs-$control.md"
+        python3 scripts/bsc_match.py --same-k "${pairs[@]}" --out "$OUT/bsc-same-k-m$PERMS-oc-sft-spread-vs-$control.md"
+    fi
     [ "${#pairs[@]}" = 6 ] || continue
     pool_pairs "$OUT/seed-pooled-m$PERMS-oc-sft-spread-vs-$control.md" \
         "$OUT/retention-pooled-m$PERMS-oc-sft-spread-vs-$control.md" "${pairs[@]}"
