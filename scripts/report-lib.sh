@@ -84,6 +84,14 @@ pool_pairs() { local seed_out=$1 retention_out=$2; shift 2
     python3 scripts/seed_pooled.py "$@" --out "$seed_out"
     python3 scripts/retention.py "$@" --out "$retention_out"; }
 
+# bsc_tables TAG --pair OC CONTROL [--pair ...]: OC-SFT scored once against
+# each control averaged over K orders ($OUT/bsc-TAG.md) and both at equal K
+# ($OUT/bsc-same-k-TAG.md), per pair and pooled over them
+# (scripts/bsc_match.py; every audit needs its BSC@K curve, `--bsc`).
+bsc_tables() { local tag=$1; shift
+    python3 scripts/bsc_match.py "$@" --out "$OUT/bsc-$tag.md"
+    python3 scripts/bsc_match.py --same-k "$@" --out "$OUT/bsc-same-k-$tag.md"; }
+
 # seed_audit FROM TO: starts the audit directory TO from the window log of
 # the audit FROM of the same scorer with fewer orders, when TO has no window
 # log yet, so that `ocrank audit --permutations M --out TO` scores only the

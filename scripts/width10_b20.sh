@@ -76,8 +76,7 @@ for control in single-order perm-aug; do
         if [ -f "$oc/results.json" ] && [ -f "$ctl/results.json" ]; then pairs+=(--pair "$oc" "$ctl"); fi
     done
     if [ "${#BSC[@]}" -gt 0 ] && [ "${#pairs[@]}" -ge 3 ]; then
-        python3 scripts/bsc_match.py "${pairs[@]}" --out "$OUT/bsc-m$PERMS-oc-sft-spread-vs-$control.md"
-        python3 scripts/bsc_match.py --same-k "${pairs[@]}" --out "$OUT/bsc-same-k-m$PERMS-oc-sft-spread-vs-$control.md"
+        bsc_tables "m$PERMS-oc-sft-spread-vs-$control" "${pairs[@]}"
     fi
     [ "${#pairs[@]}" = 6 ] || continue
     pool_pairs "$OUT/seed-pooled-m$PERMS-oc-sft-spread-vs-$control.md" \

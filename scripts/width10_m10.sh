@@ -53,6 +53,5 @@ for control in single-order perm-aug; do
     for start in 0 1; do
         pairs+=(--pair "$(cycle2_audit oc-sft-aug-spread "$STEPS" "$start" 0 2)" "$(cycle2_audit "$control" "$STEPS" "$start" 0 2)")
     done
-    python3 scripts/bsc_match.py "${pairs[@]}" --out "$OUT/bsc-cycle2-m$PERMS-oc-sft-spread-vs-$control.md"
-    python3 scripts/bsc_match.py --same-k "${pairs[@]}" --out "$OUT/bsc-same-k-cycle2-m$PERMS-oc-sft-spread-vs-$control.md"
+    bsc_tables "cycle2-m$PERMS-oc-sft-spread-vs-$control" "${pairs[@]}"
 done
