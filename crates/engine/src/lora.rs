@@ -285,7 +285,12 @@ impl Decoder {
                 if let Some(l) = lin.lora.take() {
                     let delta = (l.b.as_tensor().matmul(l.a.as_tensor())? * l.scale)?;
                     let w = (lin.weight.to_dtype(delta.dtype())? + delta)?;
-                    lin.weight = w.to_dtype(lin.weight.dtype())?;
+                    // Detached: built from the adapter's Vars, the merged
+                    // weight would otherwise record every op it enters, and
+                    // each forward would keep all its activations alive for
+                    // a backward that never comes (measured: a B = 20
+                    // forward 4.8x slower than the base model's).
+                    lin.weight = w.to_dtype(lin.weight.dtype())?.detach();
                 }
             }
         }
