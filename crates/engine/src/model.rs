@@ -84,6 +84,21 @@ pub struct Layer {
     pub down_proj: Linear,
 }
 
+impl Layer {
+    /// The seven projections, in the order of `lora::MODULES`.
+    pub fn linears(&self) -> [&Linear; 7] {
+        [
+            &self.q_proj,
+            &self.k_proj,
+            &self.v_proj,
+            &self.o_proj,
+            &self.gate_proj,
+            &self.up_proj,
+            &self.down_proj,
+        ]
+    }
+}
+
 /// Keys and values of every layer for a run of tokens (`[1, kv_heads, len,
 /// head_dim]` each), reusable as the shared prefix of later forwards.
 #[derive(Debug, Clone)]
@@ -464,15 +479,7 @@ impl Decoder {
             n += self.lm_head.elem_count();
         }
         for l in &self.layers {
-            for lin in [
-                &l.q_proj,
-                &l.k_proj,
-                &l.v_proj,
-                &l.o_proj,
-                &l.gate_proj,
-                &l.up_proj,
-                &l.down_proj,
-            ] {
+            for lin in l.linears() {
                 n += lin.weight.elem_count() + lin.bias.as_ref().map_or(0, |b| b.elem_count());
             }
             n += l.input_norm.elem_count() + l.post_norm.elem_count();

@@ -77,15 +77,7 @@ fn fresh_adapter_is_the_identity_and_merge_is_exact() {
         m.merge_lora().unwrap();
         assert!(!m.has_lora());
         for (i, l) in m.layers.iter().enumerate() {
-            for lin in [
-                &l.q_proj,
-                &l.k_proj,
-                &l.v_proj,
-                &l.o_proj,
-                &l.gate_proj,
-                &l.up_proj,
-                &l.down_proj,
-            ] {
+            for lin in l.linears() {
                 assert!(
                     !lin.weight.track_op(),
                     "{arch:?}: layer {i}: a merged weight still records the ops it enters, \
