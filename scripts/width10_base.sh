@@ -35,7 +35,7 @@
 # does the consistency value fall after lambda's warm-up?). At M = 5 also
 # each from-base scorer against the 144-step stage of the same recipe, stage
 # seed 0, from each width-4 start (same windows, same order: only the
-# starting weights differ).
+# starting weights differ; these two at STEPS = 144 only).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/report-lib.sh
@@ -69,7 +69,8 @@ compare_audits "$OUT/compare-$M.md" "$base" "$so" "${pa[@]}" "$oc"
 compare_audits "$OUT/compare-vs-single-order-$M.md" "$so" "${pa[@]}" "$oc"
 [ "${#pa[@]}" = 0 ] || compare_audits "$OUT/compare-oc-sft-vs-perm-aug-$M.md" "${pa[@]}" "$oc"
 scripts/score_variance.py "$base" "$so" "${pa[@]}" "$oc" --out "$OUT/variance-$M.md"
-if [ "$PERMS" = 5 ]; then
+# The stages below exist at 144 steps and M = 5 only.
+if [ "$PERMS" = 5 ] && [ "$STEPS" = 144 ]; then
     # The same recipe, the same 144 windows in the same order (stage seed
     # 0), started from the base model (the baseline) and from each width-4
     # student.
@@ -80,6 +81,7 @@ if [ "$PERMS" = 5 ]; then
 fi
 # OC-SFT's consistency value from the base model and from the width-4
 # students, the same windows (stage seed 0).
+[ "$STEPS" = 144 ] || exit 0
 logs=("$OUT/train-oc-sft-aug-spread-s$STEPS-$OC_SFT_TAG")
 for start in 0 1; do logs+=("$W10/train-oc-sft-aug-spread-s$STEPS-from-$(stage_tag "$start" 0)-$OC_SFT_TAG"); done
 { echo "<!-- python3 scripts/stage_logs.py ${logs[*]} --warmup $(( STEPS / 5 )) > $OUT/stage-logs.md -->"
