@@ -106,15 +106,16 @@ seed_audit() { local from=$1 to=$2
     mkdir -p "$to"
     cp "$from/settings.json" "$from/windows.jsonl" "$to/"
     echo "== $to: started from the $(wc -l < "$from/windows.jsonl") windows of $from"; }
-# width10_setup INIT_DIR: what the width-10 stage scripts share. Sets OUT
-# (reports/training/width10) and RUNS (runs/width10) and makes them, makes the
+# width10_setup INIT_DIR [OUT RUNS]: what the width-10 stage scripts share.
+# Sets OUT (default reports/training/width10) and RUNS (runs/width10) and
+# makes them, makes the
 # MiniLM labels width_report.sh reads (once, so two lanes do not race to
 # write them), and sets the array `common`: the environment of each
 # width_report.sh call of a stage (width 10, STEPS, PERMS, lr 1e-3, no base
 # audit, one lane on THREADS threads, default 1; starting from the adapters
-# in INIT_DIR).
+# in INIT_DIR; none from the base model when INIT_DIR is empty).
 width10_setup() {
-    OUT=reports/training/width10; RUNS=runs/width10
+    OUT=${2:-reports/training/width10}; RUNS=${3:-runs/width10}
     mkdir -p "$RUNS" "$OUT" runs/train
     minilm_labels runs/train/labels-minilm.jsonl
     common=(env LANES=1 WIDTH=10 STEPS="$STEPS" PERMS="$PERMS" LR=1e-3 BASE=0 OUT="$OUT" RUNS="$RUNS"

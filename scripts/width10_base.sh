@@ -44,10 +44,8 @@ STEPS=${STEPS:-144}
 PERMS=${PERMS:-5}
 FROM_PERMS=${FROM_PERMS:-}
 CONTROLS=${CONTROLS:-single-order perm-aug}
-OUT=reports/training/width10/from-base; RUNS=runs/width10-base
 W10=reports/training/width10
-mkdir -p "$RUNS" "$OUT" runs/train
-minilm_labels runs/train/labels-minilm.jsonl
+width10_setup "" "$W10/from-base" runs/width10-base
 M=m$PERMS
 # from_base OBJECTIVE: width_report.sh's audit of OBJECTIVE trained from the base model.
 from_base() { echo "$OUT/$1-s$STEPS$(objective_tag "$1")-$M"; }
@@ -58,8 +56,7 @@ if [ -n "$FROM_PERMS" ]; then
     for a in "$oc" "$so" "${pa[@]}"; do seed_audit "${a%-"$M"}-m$FROM_PERMS" "$a"; done
     audit_args="--bsc $(( PERMS / 2 ))"
 fi
-common=(env LANES=1 WIDTH=10 STEPS="$STEPS" PERMS="$PERMS" LR=1e-3 BASE=0 OUT="$OUT" RUNS="$RUNS"
-    AUDIT_ARGS="$audit_args" RAYON_NUM_THREADS="${THREADS:-1}")
+common+=(AUDIT_ARGS="$audit_args")
 run_in_lane "$RUNS/oc-sft-aug-spread-$M.log" "${common[@]}" "${oc_sft_stage[@]}" scripts/width_report.sh
 run_in_lane "$RUNS/controls-$M.log" "${common[@]}" OBJECTIVES="$CONTROLS" scripts/width_report.sh
 lanes_wait "a lane failed: see $RUNS/oc-sft-aug-spread-$M.log and $RUNS/controls-$M.log"
