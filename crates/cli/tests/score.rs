@@ -131,4 +131,21 @@ fn bad_inputs_are_one_line_errors() {
             && err.lines().count() == 1,
         "{err}"
     );
+    // Zero permutations is an error, not an empty output file.
+    for cmd in ["score", "prompts"] {
+        let o = ocrank(&[
+            cmd,
+            "--pools",
+            POOLS,
+            "--permutations",
+            "0",
+            "--out",
+            "/dev/null",
+        ]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            !o.status.success() && err.contains("--permutations must be at least 1"),
+            "{cmd}: {err}"
+        );
+    }
 }

@@ -41,6 +41,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
+    // Zero permutations would write an empty file and report success.
+    anyhow::ensure!(args.permutations >= 1, "--permutations must be at least 1");
     let pools = args.pools.load()?;
     let engine = args.model.load()?;
     let cfg = args.scorer.config();
