@@ -51,6 +51,15 @@ oc_sft_stage=(OBJECTIVES=oc-sft-aug-spread LAMBDA=0.05 SPREAD_FLOOR=1e-5 TAG=$OC
 # objective_tag OBJECTIVE: the name suffix of that objective's width-10 stages
 # ("-$OC_SFT_TAG" for OC-SFT, none for single-order and perm-aug).
 objective_tag() { [ "$1" != oc-sft-aug-spread ] || echo "-$OC_SFT_TAG"; }
+# recipe_env OBJECTIVE: sets the array `recipe`, width_report.sh's
+# environment for that recipe of a stage (OC-SFT's is oc_sft_stage).
+recipe_env() { if [ "$1" = oc-sft-aug-spread ]; then recipe=("${oc_sft_stage[@]}"); else recipe=(OBJECTIVES="$1"); fi; }
+# from_base_audit OBJECTIVE [CYCLE]: the audit in $OUT, with $PERMS orders,
+# of OBJECTIVE trained $STEPS steps from the base model
+# (scripts/width10_base.sh), or with CYCLE 2 of its second cycle of $STEPS
+# more steps (scripts/width10_base_cycle2.sh: INIT_TAG base-s$STEPS, SEED 2).
+from_base_audit() { local c=""; [ "${2:-1}" = 1 ] || c="-from-base-s$STEPS-seed2"
+    echo "$OUT/$1-s$STEPS$c$(objective_tag "$1")-m$PERMS"; }
 # stage_audit OBJECTIVE STEPS START STAGE: that stage's audit in $OUT with
 # $PERMS orders; oc_sft_stage_audit STEPS START STAGE: the OC-SFT one.
 stage_audit() { local obj=$1; shift; echo "$OUT/$obj-$(stage_name "$@")$(objective_tag "$obj")-m$PERMS"; }

@@ -47,10 +47,8 @@ CONTROLS=${CONTROLS:-single-order perm-aug}
 W10=reports/training/width10
 width10_setup "" "$W10/from-base" runs/width10-base
 M=m$PERMS
-# from_base OBJECTIVE: width_report.sh's audit of OBJECTIVE trained from the base model.
-from_base() { echo "$OUT/$1-s$STEPS$(objective_tag "$1")-$M"; }
-oc=$(from_base oc-sft-aug-spread); so=$(from_base single-order); pa=()
-case " $CONTROLS " in *" perm-aug "*) pa=("$(from_base perm-aug)") ;; esac
+oc=$(from_base_audit oc-sft-aug-spread); so=$(from_base_audit single-order); pa=()
+case " $CONTROLS " in *" perm-aug "*) pa=("$(from_base_audit perm-aug)") ;; esac
 audit_args=""
 if [ -n "$FROM_PERMS" ]; then
     for a in "$oc" "$so" "${pa[@]}"; do seed_audit "${a%-"$M"}-m$FROM_PERMS" "$a"; done
@@ -72,7 +70,7 @@ if [ "$PERMS" = 5 ] && [ "$STEPS" = 144 ]; then
     # 0), started from the base model (the baseline) and from each width-4
     # student.
     for obj in $CONTROLS oc-sft-aug-spread; do
-        compare_audits "$OUT/compare-$obj-vs-curriculum-$M.md" "$(from_base "$obj")" \
+        compare_audits "$OUT/compare-$obj-vs-curriculum-$M.md" "$(from_base_audit "$obj")" \
             "$(OUT=$W10 stage_audit "$obj" "$STEPS" 0 0)" "$(OUT=$W10 stage_audit "$obj" "$STEPS" 1 0)"
     done
 fi

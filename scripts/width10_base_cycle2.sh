@@ -35,12 +35,12 @@ width10_setup "" "$W10/from-base" runs/width10-base
 M=m$PERMS
 first=(); second=()
 for obj in $RECIPES; do
-    extra=(OBJECTIVES="$obj"); [ "$obj" != oc-sft-aug-spread ] || extra=("${oc_sft_stage[@]}")
-    first+=("$OUT/$obj-s$STEPS$(objective_tag "$obj")-$M")
-    second+=("$OUT/$obj-s$STEPS-from-base-s$STEPS-seed2$(objective_tag "$obj")-$M")
+    recipe_env "$obj"
+    first+=("$(from_base_audit "$obj")")
+    second+=("$(from_base_audit "$obj" 2)")
     [ -f "${first[-1]}/results.json" ] \
         || { echo "no first-cycle audit ${first[-1]}: run scripts/width10_base.sh first" >&2; exit 1; }
-    "${common[@]}" "${extra[@]}" INIT="$OUT/adapters" INIT_SFX="-s$STEPS$(objective_tag "$obj")" \
+    "${common[@]}" "${recipe[@]}" INIT="$OUT/adapters" INIT_SFX="-s$STEPS$(objective_tag "$obj")" \
         INIT_TAG="base-s$STEPS" SEED=2 scripts/width_report.sh
 done
 # Each second cycle against its first (the baseline), then the variance.

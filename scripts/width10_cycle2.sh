@@ -56,11 +56,11 @@ for c in $CYCLES; do
 done
 for c in $CYCLES; do
     IFS=: read -r obj start stage seed <<< "$c"
-    extra=(OBJECTIVES="$obj"); [ "$obj" != oc-sft-aug-spread ] || extra=("${oc_sft_stage[@]}")
+    recipe_env "$obj"
     [ -z "$FROM_PERMS" ] || seed_audit "$(PERMS=$FROM_PERMS second_cycle "$obj" "$start" "$stage" "$seed")" \
         "$(second_cycle "$obj" "$start" "$stage" "$seed")"
     run_in_lane "$RUNS/cycle2-s$STEPS-$obj-start$start-stage$stage-seed$seed.log" \
-        "${common[@]}" "${extra[@]}" \
+        "${common[@]}" "${recipe[@]}" \
         INIT_SFX="-$(stage_name "$STEPS" "$start" "$stage")$(objective_tag "$obj")" \
         INIT_TAG="$(cycle2_tag "$STEPS" "$start" "$stage")" SEED="$seed" scripts/width_report.sh
 done
