@@ -131,8 +131,9 @@ fn bad_inputs_are_one_line_errors() {
             && err.lines().count() == 1,
         "{err}"
     );
-    // Zero permutations is an error, not an empty output file.
-    for cmd in ["score", "prompts"] {
+    // Zero permutations is an error, not an empty output file (one value
+    // parser for every command that takes --permutations).
+    for cmd in ["score", "prompts", "audit"] {
         let o = ocrank(&[
             cmd,
             "--pools",
@@ -144,7 +145,9 @@ fn bad_inputs_are_one_line_errors() {
         ]);
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(
-            !o.status.success() && err.contains("--permutations must be at least 1"),
+            !o.status.success()
+                && err.contains("'--permutations <PERMUTATIONS>'")
+                && err.contains("must be at least 1"),
             "{cmd}: {err}"
         );
     }

@@ -39,7 +39,7 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub qrels: Option<PathBuf>,
     /// Permutations per pool (M); permutation 0 is the canonical order.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, value_parser = super::common::permutation_count)]
     pub permutations: usize,
     /// Largest K of the BSC@K curve; K needs 2 disjoint groups of K
     /// permutations, so max(M, 2K) permutations are scored.
@@ -74,7 +74,6 @@ fn import_scores(store: &mut Store, source: super::common::ScoreSource) -> anyho
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    anyhow::ensure!(args.permutations >= 1, "--permutations must be at least 1");
     let command = std::env::args().collect::<Vec<_>>().join(" ");
     let (whole, pools) = args.pools.load_with_whole()?;
     let (qrels, judged_by) = match &args.qrels {

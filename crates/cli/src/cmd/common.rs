@@ -80,6 +80,16 @@ impl ModelArgs {
     }
 }
 
+/// Value parser of `--permutations` (M): every command that takes it
+/// needs at least one order (zero would score nothing and report success).
+pub fn permutation_count(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("must be at least 1 (permutation 0 is the canonical order)".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 /// An adapter's identity as audits record it (`settings.adapter_sha256`):
 /// the SHA-256 of its weights, `+`, that of its config.
 pub fn adapter_fingerprint(dir: &Path) -> anyhow::Result<String> {

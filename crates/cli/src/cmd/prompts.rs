@@ -27,7 +27,7 @@ pub struct Args {
     #[command(flatten)]
     pub scorer: ScorerArgs,
     /// Permutations per pool (M); permutation 0 is the canonical order.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = super::common::permutation_count)]
     pub permutations: usize,
     /// Seed of the permutation plan.
     #[arg(long, default_value_t = 0)]
@@ -41,8 +41,6 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    // Zero permutations would write an empty file and report success.
-    anyhow::ensure!(args.permutations >= 1, "--permutations must be at least 1");
     let pools = args.pools.load()?;
     let engine = args.model.load()?;
     let cfg = args.scorer.config();

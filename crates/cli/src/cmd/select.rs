@@ -39,7 +39,7 @@ pub struct Args {
     #[arg(long, default_value_t = 20)]
     pub depth: usize,
     /// Permutations per held-out pool (0 is the canonical order).
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, value_parser = super::common::permutation_count)]
     pub permutations: usize,
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -56,7 +56,6 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let command = std::env::args().collect::<Vec<_>>().join(" ");
-    anyhow::ensure!(args.permutations >= 1, "--permutations must be at least 1");
     let mut qrels: BTreeMap<String, BTreeMap<String, i32>> = BTreeMap::new();
     for q in &args.qrels {
         for (qid, m) in ocrank_data::read_qrels(q)?.by_query {
