@@ -7,6 +7,11 @@
 #                                      (scripts/device-train.sh): .cache/device-train/
 #                                      and the model in two halves,
 #                                      .cache/device-model-{1,2}/part
+#   scripts/device-bundle.sh --init S  only the width-4 students of training
+#                                      seed S that a width-10 stage starts
+#                                      from (scripts/device-train.sh stage):
+#                                      .cache/device-init/ (56 MiB, a call of
+#                                      its own); with --train, both
 #
 # The bundle holds:
 #   ocrank.gz           release build with --features cuda, stripped and
@@ -24,13 +29,37 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 root="$(pwd)"
-train=0
-for arg in "$@"; do
-    case "$arg" in
+train=0 init=""
+while [ $# -gt 0 ]; do
+    case "$1" in
         --train) train=1 ;;
-        *) echo "device-bundle: unknown argument '$arg'" >&2; exit 2 ;;
+        --init) init=${2:-}; shift
+            case "$init" in 0|1) ;; *) echo "device-bundle: --init takes a training seed of the width-4 students, 0 or 1" >&2; exit 2 ;; esac ;;
+        *) echo "device-bundle: unknown argument '$1'" >&2; exit 2 ;;
     esac
+    shift
 done
+if [ -n "$init" ]; then
+    # The three width-4 students of that seed (report-lib's w4_start), under
+    # the names scripts/width10_stage.sh looks for, with their SHA-256.
+    # shellcheck source=scripts/report-lib.sh
+    source scripts/report-lib.sh
+    i="$root/.cache/device-init"
+    rm -rf "$i"
+    mkdir -p "$i/adapters"
+    for obj in oc-sft-aug-spread single-order perm-aug; do
+        name=$(w4_start "$init" "$obj")
+        from=reports/training/width4/adapters/$name
+        [ -f "$from/adapter_model.safetensors" ] || { echo "device-bundle: no adapter $from" >&2; exit 1; }
+        cp -r "$from" "$i/adapters/"
+    done
+    echo "$init" > "$i/seed"
+    (cd "$i" && find adapters -type f | sort | xargs sha256sum > SHA256SUMS)
+    size=$(du -sm "$i" | cut -f1)
+    [ "$size" -lt 62 ] || { echo "device-bundle: the init bundle ($size MiB) is too large to carry" >&2; exit 1; }
+    echo "device-bundle: width-4 students of seed $init ready in .cache/device-init ($size MiB; carry it in a call of its own)"
+    [ "$train" = 1 ] || exit 0
+fi
 # shellcheck source=scripts/cuda-env.sh
 source scripts/cuda-env.sh
 # One cargo invocation builds the binary and the CUDA tests: two invocations

@@ -30,6 +30,25 @@
 # ("single-order perm-aug oc-sft"), MAX_CHARS (600), BUDGET (seconds for
 # train_report.sh, 480). A CPU rehearsal of the train stage (a CPU binary in
 # the bundle, MODEL_ARGS="--device cpu", small settings) checks the flow here.
+#
+# `stage` instead runs the curriculum's last step (scripts/width10_stage.sh)
+# from the width-4 students of one training seed: on the CPU, OC-SFT from
+# base never fitted its windows (reports/training/width10/from-base/), and
+# from the seed-1 students it ended order-stable after 288 updates
+# (tau-PSI 0.202, reports/training/width10/cycle2.md). Settings as there
+# (width 10, 300 characters, lr 1e-3, cross-entropy, the spread-scaled term
+# at lambda 0.05), STEPS (auto; at most 300) in one cycle, DL19 audits at
+# M = PERMS (10) of the three stages and of the base model. A fourth call
+# carries the students (56 MiB):
+#   here:  scripts/device-bundle.sh --train --init 1 && scripts/device-lean.sh hide
+#     run(command="scripts/device-train.sh check", carry=[".cache/device-train"], timeout_s=200)
+#     run(command="true", carry=[".cache/device-model-1"])
+#     run(command="true", carry=[".cache/device-init"])
+#     run(command="scripts/device-train.sh stage", carry=[".cache/device-model-2"], timeout_s=590)
+# It returns $OUT/stage.tar.gz (audits, training logs; unpack it beside the
+# CPU stages) and OC-SFT's adapter in parts of 12 MiB
+# ($OUT/oc-sft-adapter.tar.gz.part-*; `cat` them): the other adapters exceed
+# what comes back.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 b=.cache/device-train
@@ -42,8 +61,8 @@ case "$stage" in
             --width 10 --max-chars 600 --template compact \
             --parity smollm2-135m --parity-dtypes f32,bf16 --parity-windows 1 \
             --bench smollm2-135m --bench-dtype f32 --windows 20 --repeats 2 --train-steps 3 ;;
-    train) ;;
-    *) echo "device-train: unknown stage '$stage' (check or train)"; exit 2 ;;
+    train|stage) ;;
+    *) echo "device-train: unknown stage '$stage' (check, train or stage)"; exit 2 ;;
 esac
 # shellcheck source=scripts/device-env.sh
 source scripts/device-env.sh "$b" device-train || exit 1
@@ -59,16 +78,45 @@ fi
 (cd models && sha256sum -c "../$b/model.sha256") || { rm -f "$model"; exit 1; }
 
 # STEPS=auto: the protocol's 300 steps, or as many as the measured step and
-# window times fit in BUDGET with the four chains side by side (a slowdown
+# window times fit in BUDGET with the chains side by side (a slowdown
 # SLOWDOWN, default 1.5, assumed for sharing the GPU); needs the check stage
 # to have run on this machine.
 budget=${BUDGET:-480}
 if [ "${STEPS:-auto}" = auto ]; then
     [ "$(cat /tmp/ocrank-device-check.rc 2>/dev/null)" = 0 ] ||
         { echo "device-train: STEPS=auto needs a passed check stage on this machine"; exit 1; }
-    STEPS=$(python3 scripts/device_steps.py /tmp/ocrank-device-check.json "$budget" "${SLOWDOWN:-1.5}") || exit 1
+    mode=(); [ "$stage" = train ] || mode=(--stage)
+    STEPS=$(python3 scripts/device_steps.py /tmp/ocrank-device-check.json "$budget" "${SLOWDOWN:-1.5}" "${mode[@]}") || exit 1
 fi
-echo "device-train: STEPS=$STEPS, budget ${budget}s"
+echo "device-train: $stage, STEPS=$STEPS, budget ${budget}s"
+if [ "$stage" = stage ]; then
+    init=.cache/device-init
+    [ -f "$init/seed" ] || { echo "device-train: $init is missing: carry it first (scripts/device-bundle.sh --init SEED, see the header)"; exit 1; }
+    (cd "$init" && sha256sum --quiet -c SHA256SUMS) || exit 1
+    # Where scripts/width10_stage.sh looks for the students and the labels
+    # (reports/ itself stays behind: scripts/device-lean.sh).
+    mkdir -p reports/training/width4/adapters runs/train
+    cp -r "$init/adapters/." reports/training/width4/adapters/
+    cp "$b/labels-minilm.jsonl" runs/train/labels-minilm.jsonl
+    so=/tmp/ocrank-stage
+    OCRANK="$BIN/ocrank" DATA="$b/msmarco" MODEL_ARGS="${MODEL_ARGS:---device cuda --dtype f32}" \
+        OUT="$so" RUNS=/tmp/ocrank-stage-runs BASE_AUDIT=1 THREADS="${THREADS:-4}" \
+        STEPS="$STEPS" PERMS="${PERMS:-10}" SEED="$(cat "$init/seed")" \
+        timeout "$budget" scripts/width10_stage.sh
+    rc=$?
+    echo "width10_stage.sh exit status: $rc"
+    for log in /tmp/ocrank-stage-runs/*.log; do echo "== $log"; tail -n 3 "$log"; done
+    # $OUT takes files of at most 16 MiB: the audits and logs in one
+    # archive, OC-SFT's adapter (19 MB) in parts.
+    mkdir -p "$so"
+    tar -czf "$out/stage.tar.gz" -C /tmp --exclude=ocrank-stage/adapters ocrank-stage \
+        $(cd /tmp && ls -d ocrank-stage-runs/*.log 2>/dev/null)
+    if ls -d "$so"/adapters/oc-sft-* > /dev/null 2>&1; then
+        tar -czf - -C "$so" $(cd "$so" && ls -d adapters/oc-sft-*) | split -b 12m - "$out/oc-sft-adapter.tar.gz.part-"
+    fi
+    ls -la "$out"
+    exit $rc
+fi
 OCRANK="$BIN/ocrank" DATA="$b/msmarco" OUT=/tmp/ocrank-training RUNS=/tmp/ocrank-runs \
     LABELS="$b/labels-minilm.jsonl" MODEL_ARGS="${MODEL_ARGS:---device cuda --dtype f32}" SPLIT_DL21_ONLY=1 SELECT=1 PARALLEL=1 \
     STEPS="$STEPS" WINDOWS="${WINDOWS:-1}" LOSS="${LOSS:-squared}" LR=2e-4 MAX_CHARS="${MAX_CHARS:-600}" QUERIES="${QUERIES:-43}" PERMS="${PERMS:-10}" \

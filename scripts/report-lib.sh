@@ -20,12 +20,13 @@ minilm_labels() { labels=$1
 # skipped by the script: `ocrank audit` scores only the windows its directory
 # lacks (a finished audit reruns in a fraction of a second) and refuses a
 # directory made with other settings (adapter, cut, mode...), which a skip on
-# an existing results.json would hide.
+# an existing results.json would hide. AUDIT_QUERIES, when set, audits only
+# the first that many queries (a rehearsal's short audits).
 batched_audit() { name=$1; shift
     echo "== audit $name"; "$BIN" audit \
     --pools "$D/dl19/bm25-top100.json" --qrels "$D/dl19/qrels.txt" \
     --depth 20 "${SCORER[@]}" "${MODEL[@]}" --mode batched --permutations "$PERMS" \
-    "$@" --out "$OUT/$name"; }
+    ${AUDIT_QUERIES:+--queries "$AUDIT_QUERIES"} "$@" --out "$OUT/$name"; }
 
 # compare_audits OUT DIR...: `ocrank compare` of audit directories (the first
 # is the baseline) on the measures every training report tabulates, into OUT.
@@ -48,6 +49,13 @@ stage_name() { echo "s$1-from-$(stage_tag "$2" "$3")$(seed_sfx "$3")"; }
 # (width_report.sh's TAG).
 OC_SFT_TAG=lambda0.05-floor1e-5
 oc_sft_stage=(OBJECTIVES=oc-sft-aug-spread LAMBDA=0.05 SPREAD_FLOOR=1e-5 TAG=$OC_SFT_TAG)
+# w4_start SEED OBJECTIVE: the kept width-4 student (its name under
+# reports/training/width4/adapters) that a width-10 stage of that seed starts
+# OBJECTIVE from: OC-SFT's own student (trained from the width-2 perm-aug
+# one), the others' own.
+w4_start() { if [ "$2" = oc-sft-aug-spread ]; then
+        echo "$2-s80-w5-from-w2-perm-aug$(seed_sfx "$1")-$OC_SFT_TAG"
+    else echo "$2-s80-w5-from-w2$(seed_sfx "$1")"; fi; }
 # objective_tag OBJECTIVE: the name suffix of that objective's width-10 stages
 # ("-$OC_SFT_TAG" for OC-SFT, none for single-order and perm-aug).
 objective_tag() { [ "$1" != oc-sft-aug-spread ] || echo "-$OC_SFT_TAG"; }

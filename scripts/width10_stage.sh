@@ -22,6 +22,12 @@
 # stage (data order, views, dropout); other seeds than 0 have no zero-shot
 # width-10 audit but OC-SFT's (scripts/width_transfer.sh), so their stages
 # are compared between recipes, and OC-SFT with its start.
+# OUT and RUNS (default reports/training/width10 and runs/width10) and
+# BASELINE (the off-the-shelf audit of the first table, default
+# reports/training/width4/width10/off-the-shelf, M = 5) let the GPU machine
+# run a stage outside the committed reports (scripts/device-train.sh stage);
+# there BASE_AUDIT=1 also audits the base model, beside the stages, as
+# $OUT/off-the-shelf-mPERMS, and makes it the baseline.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/report-lib.sh
@@ -34,18 +40,26 @@ W4=reports/training/width4
 Z=$W4/width10
 # The labels both width_report.sh runs read are made once (width10_setup),
 # so that on a fresh checkout the two do not race to write them.
-width10_setup "$W4/adapters"
+width10_setup "$W4/adapters" "${OUT:-}" "${RUNS:-}"
 common+=(INIT_TAG=w4 SEED="$SEED")
+if [ "${BASE_AUDIT:-0}" = 1 ]; then
+    BASELINE=$OUT/off-the-shelf-m$PERMS LANES=3
+    SCORER=(--width 10 --max-chars 300 --template compact)
+    read -r -a MODEL <<< "${MODEL_ARGS:-}"
+    run_in_lane "$RUNS/off-the-shelf-m$PERMS.log" batched_audit "off-the-shelf-m$PERMS"
+fi
+# Each recipe starts from its own width-4 student (report-lib's w4_start).
+oc_start=$(w4_start "$SEED" oc-sft-aug-spread); so_start=$(w4_start "$SEED" single-order)
 run_in_lane "$RUNS/oc-sft-aug-spread$SS.log" "${common[@]}" "${oc_sft_stage[@]}" \
-    INIT_SFX="-s80-w5-from-w2-perm-aug$SS-$OC_SFT_TAG" scripts/width_report.sh
+    INIT_SFX="${oc_start#oc-sft-aug-spread}" scripts/width_report.sh
 run_in_lane "$RUNS/single-order-perm-aug$SS.log" "${common[@]}" OBJECTIVES="single-order perm-aug" \
-    INIT_SFX="-s80-w5-from-w2$SS" scripts/width_report.sh
-lanes_wait "a stage failed: see $RUNS/oc-sft-aug-spread$SS.log and $RUNS/single-order-perm-aug$SS.log"
+    INIT_SFX="${so_start#single-order}" scripts/width_report.sh
+lanes_wait "a stage failed: see the logs in $RUNS"
 
 S=$(stage_name "$STEPS" "$SEED" "$SEED"); M=m$PERMS
 so=$OUT/single-order-$S-$M; pa=$OUT/perm-aug-$S-$M
 oc=$(oc_sft_stage_audit "$STEPS" "$SEED" "$SEED")
-compare_audits "$OUT/compare$SS.md" "$Z/off-the-shelf" "$so" "$pa" "$oc"
+compare_audits "$OUT/compare$SS.md" "${BASELINE:-$Z/off-the-shelf}" "$so" "$pa" "$oc"
 compare_audits "$OUT/compare-vs-single-order$SS.md" "$so" "$pa" "$oc"
 compare_audits "$OUT/compare-oc-sft-spread-vs-perm-aug$SS.md" "$pa" "$oc"
 if [ "$SEED" != 0 ]; then

@@ -38,6 +38,23 @@ class StepsTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             device_steps.steps_that_fit(report(5.0, 10.0, 5.0), 480, 1.5)
 
+    def test_stage_fits_the_slower_lane(self):
+        # 320 s - 60 fixed = 260 s; an audit is 860 / 20 = 43 s. OC-SFT's
+        # lane: (260 - 43) / 1.0 = 217 steps; the controls' lane (two
+        # trainings, two audits): (260 - 86) / (2 * 0.4) = 217.5; the
+        # slower decides, rounded down to a multiple of 4.
+        self.assertEqual(device_steps.steps_that_fit(report(0.4, 1.0, 20.0), 480, 1.5, stage=True), 216)
+        # Single-order steps above half OC-SFT's make the controls' lane the
+        # slower: (260 - 86) / (2 * 0.6) = 145 -> 144.
+        self.assertEqual(device_steps.steps_that_fit(report(0.6, 1.0, 20.0), 480, 1.5, stage=True), 144)
+
+    def test_stage_needs_the_single_order_step(self):
+        r = report(0.1, 0.2, 100.0)
+        r["training"] = [t for t in r["training"] if t["objective"] != "single-order"]
+        self.assertEqual(device_steps.steps_that_fit(r, 480, 1.5), 300)
+        with self.assertRaises(ValueError):
+            device_steps.steps_that_fit(r, 480, 1.5, stage=True)
+
     def test_missing_measurements_are_an_error(self):
         r = report(0.1, 0.2, 100.0)
         r["training"] = [{"shape": "smollm2-135m", "error": "training step: out of memory"}]
