@@ -81,6 +81,14 @@ oc_sft_stage_audit() { stage_audit oc-sft-aug-spread "$@"; }
 cycle2_tag() { echo "w4seed$2$(seed_sfx "$3")-s$1"; }
 cycle2_name() { echo "$1-s$2-from-$(cycle2_tag "$2" "$3" "$4")$(seed_sfx "$5")$(objective_tag "$1")"; }
 cycle2_audit() { echo "$OUT/$(cycle2_name "$@")-m$PERMS"; }
+# cycle3_tag STEPS START STAGE SEED2: the INIT_TAG of a third cycle from the
+# second cycle (seed SEED2) of that stage; cycle3_name OBJECTIVE STEPS START
+# STAGE SEED2 SEED3: the name of that objective's third cycle (--seed SEED3;
+# scripts/width10_cycle3.sh); cycle3_audit (same arguments): its audit in
+# $OUT with $PERMS orders.
+cycle3_tag() { echo "$(cycle2_tag "$1" "$2" "$3")-s$1$(seed_sfx "$4")"; }
+cycle3_name() { echo "$1-s$2-from-$(cycle3_tag "$2" "$3" "$4" "$5")$(seed_sfx "$6")$(objective_tag "$1")"; }
+cycle3_audit() { echo "$OUT/$(cycle3_name "$@")-m$PERMS"; }
 # issue_table FILE START: issue 5's table of one start at M = PERMS with
 # `ocrank compare`: off the shelf ($OUT/off-the-shelf-mPERMS) as baseline,
 # then the single-order, perm-aug and OC-SFT second cycles of STEPS steps.
