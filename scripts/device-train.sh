@@ -45,10 +45,15 @@
 #     run(command="true", carry=[".cache/device-model-1"])
 #     run(command="true", carry=[".cache/device-init"])
 #     run(command="scripts/device-train.sh stage", carry=[".cache/device-model-2"], timeout_s=590)
-# It returns $OUT/stage.tar.gz (audits, training logs; unpack it beside the
-# CPU stages) and OC-SFT's adapter in parts of 12 MiB
-# ($OUT/oc-sft-adapter.tar.gz.part-*; `cat` them): the other adapters exceed
-# what comes back.
+# It returns $OUT/stage.tar.gz (audits, training logs) and OC-SFT's adapter
+# in parts of 12 MiB ($OUT/oc-sft-adapter.tar.gz.part-*): the other
+# adapters exceed what comes back. Here, after restore (FILES: the reply's
+# files_at):
+#   mkdir -p reports/training/width10/gpu && tar -xzf FILES/stage.tar.gz -C reports/training/width10/gpu
+#   cat FILES/oc-sft-adapter.tar.gz.part-* | tar -xzf - -C reports/training/width10/gpu/ocrank-stage
+# The audits are compared with the CPU's (`ocrank compare`) like any other:
+# same pools, windows, orders and settings; the base model's audit there
+# against reports/training/width10/off-the-shelf-m10 is a parity check.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 b=.cache/device-train
