@@ -81,6 +81,19 @@ oc_sft_stage_audit() { stage_audit oc-sft-aug-spread "$@"; }
 cycle2_tag() { echo "w4seed$2$(seed_sfx "$3")-s$1"; }
 cycle2_name() { echo "$1-s$2-from-$(cycle2_tag "$2" "$3" "$4")$(seed_sfx "$5")$(objective_tag "$1")"; }
 cycle2_audit() { echo "$OUT/$(cycle2_name "$@")-m$PERMS"; }
+# parse_spec SPEC FORMAT RECIPE...: checks a run's spec as the stage scripts
+# take them (e.g. oc-sft-aug-spread:1:0:2 for FORMAT
+# OBJECTIVE:START:STAGE:SEED): as many colon-separated fields as FORMAT,
+# the first one of the RECIPEs, the others seeds; exits 2 naming SPEC and
+# what is wrong, so that a typo stops a script before any run starts.
+parse_spec() { local s=$1 format=$2 f fields parts; shift 2
+    IFS=: read -r -a parts <<< "$s"
+    IFS=: read -r -a fields <<< "$format"
+    [ "${#parts[@]}" = "${#fields[@]}" ] && [[ "$s" != *: ]] || { echo "$s: expected $format" >&2; exit 2; }
+    [[ " $* " == *" ${parts[0]} "* ]] || { echo "$s: ${fields[0]} is one of: $*" >&2; exit 2; }
+    for f in "${parts[@]:1}"; do
+        [[ "$f" =~ ^[0-9]+$ ]] || { echo "$s: ${format#*:} must be seeds ($format)" >&2; exit 2; }
+    done; }
 # cycle3_tag STEPS START STAGE SEED2: the INIT_TAG of a third cycle from the
 # second cycle (seed SEED2) of that stage; cycle3_name OBJECTIVE STEPS START
 # STAGE SEED2 SEED3: the name of that objective's third cycle (--seed SEED3;

@@ -26,10 +26,7 @@ STEPS=${STEPS:-144}
 PERMS=${PERMS:-5}
 THREADS=${THREADS:-2}
 RECIPES=${RECIPES:-single-order}
-for obj in $RECIPES; do
-    case $obj in single-order|perm-aug|oc-sft-aug-spread) ;;
-        *) echo "$obj: a recipe is single-order, perm-aug or oc-sft-aug-spread" >&2; exit 2 ;; esac
-done
+for obj in $RECIPES; do parse_spec "$obj" RECIPE single-order perm-aug oc-sft-aug-spread; done
 W10=reports/training/width10
 width10_setup "" "$W10/from-base" runs/width10-base
 M=m$PERMS

@@ -34,16 +34,13 @@ CONTROLS=${CONTROLS:-single-order:1:2 perm-aug:1:0}
 width10_setup reports/training/width4/adapters
 # Every triple is checked before any run starts.
 for c in $CONTROLS; do
-    IFS=: read -r obj start stage <<< "$c"
-    case $obj in single-order|perm-aug) ;;
-        *) echo "$c: the controls are single-order and perm-aug" >&2; exit 2;; esac
-    [[ "$start" =~ ^[0-9]+$ && "$stage" =~ ^[0-9]+$ ]] \
-        || { echo "$c: START and STAGE must be seeds (OBJECTIVE:START:STAGE)" >&2; exit 2; }
+    parse_spec "$c" OBJECTIVE:START:STAGE single-order perm-aug
 done
 for c in $CONTROLS; do
     IFS=: read -r obj start stage <<< "$c"
+    from=$(w4_start "$start" "$obj")
     run_in_lane "$RUNS/control-s$STEPS-$obj-start$start-stage$stage.log" \
-        "${common[@]}" OBJECTIVES="$obj" INIT_SFX="-s80-w5-from-w2$(seed_sfx "$start")" \
+        "${common[@]}" OBJECTIVES="$obj" INIT_SFX="${from#"$obj"}" \
         INIT_TAG="$(stage_tag "$start" "$stage")" SEED="$stage" scripts/width_report.sh
 done
 lanes_wait "a control failed: see $RUNS/control-*.log"

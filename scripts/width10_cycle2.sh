@@ -48,11 +48,7 @@ first_cycle() { stage_audit "$1" "$STEPS" "$2" "$3"; }
 second_cycle() { cycle2_audit "$1" "$STEPS" "$2" "$3" "$4"; }
 # Every quadruple is checked before any run starts.
 for c in $CYCLES; do
-    IFS=: read -r obj start stage seed <<< "$c"
-    case $obj in oc-sft-aug-spread|single-order|perm-aug) ;;
-        *) echo "$c: OBJECTIVE is oc-sft-aug-spread, single-order or perm-aug" >&2; exit 2;; esac
-    [[ "$start" =~ ^[0-9]+$ && "$stage" =~ ^[0-9]+$ && "$seed" =~ ^[0-9]+$ ]] \
-        || { echo "$c: START, STAGE and SEED must be seeds (OBJECTIVE:START:STAGE:SEED)" >&2; exit 2; }
+    parse_spec "$c" OBJECTIVE:START:STAGE:SEED oc-sft-aug-spread single-order perm-aug
 done
 for c in $CYCLES; do
     IFS=: read -r obj start stage seed <<< "$c"
