@@ -22,6 +22,9 @@
 # oc-sft-aug-spread-s144-from-w4seed1-s144-s144-seed2-seed3-lambda0.05-floor1e-5-m5.
 # Resumable (kept adapters are not retrained, audits score only missing
 # windows); a rerun over finished cycles rewrites the tables only.
+# FROM_PERMS=K starts each audit from the same cycle's audit with K orders
+# (report-lib's seed_audit), so that only the new orders are scored:
+#   AUDIT_ARGS="--bsc 5" PERMS=10 FROM_PERMS=5 scripts/width10_cycle3.sh   # M = 10
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/report-lib.sh
@@ -29,13 +32,11 @@ source scripts/report-lib.sh
 STEPS=${STEPS:-144}
 PERMS=${PERMS:-5}
 CYCLES=${CYCLES:-oc-sft-aug-spread:1:0:2:3 single-order:1:0:2:3}
+FROM_PERMS=${FROM_PERMS:-}
 width10_setup reports/training/width10/adapters
 for c in $CYCLES; do
+    parse_spec "$c" OBJECTIVE:START:STAGE:SEED2:SEED3 oc-sft-aug-spread single-order perm-aug
     IFS=: read -r obj start stage seed2 seed3 <<< "$c"
-    case $obj in oc-sft-aug-spread|single-order|perm-aug) ;;
-        *) echo "$c: OBJECTIVE is oc-sft-aug-spread, single-order or perm-aug" >&2; exit 2;; esac
-    [[ "$start" =~ ^[0-9]+$ && "$stage" =~ ^[0-9]+$ && "$seed2" =~ ^[0-9]+$ && "$seed3" =~ ^[0-9]+$ ]] \
-        || { echo "$c: START, STAGE, SEED2 and SEED3 must be seeds (OBJECTIVE:START:STAGE:SEED2:SEED3)" >&2; exit 2; }
     from=$(cycle2_name "$obj" "$STEPS" "$start" "$stage" "$seed2")
     [ -f "$OUT/adapters/$from/adapter_model.safetensors" ] \
         || { echo "$c: no second cycle $OUT/adapters/$from (scripts/width10_cycle2.sh)" >&2; exit 2; }
@@ -44,6 +45,8 @@ for c in $CYCLES; do
     IFS=: read -r obj start stage seed2 seed3 <<< "$c"
     recipe_env "$obj"
     from=$(cycle2_name "$obj" "$STEPS" "$start" "$stage" "$seed2")
+    [ -z "$FROM_PERMS" ] || seed_audit "$(PERMS=$FROM_PERMS cycle3_audit "$obj" "$STEPS" "$start" "$stage" "$seed2" "$seed3")" \
+        "$(cycle3_audit "$obj" "$STEPS" "$start" "$stage" "$seed2" "$seed3")"
     run_in_lane "$RUNS/cycle3-s$STEPS-$obj-start$start-stage$stage-seeds$seed2-$seed3.log" \
         "${common[@]}" "${recipe[@]}" INIT_SFX="${from#"$obj"}" \
         INIT_TAG="$(cycle3_tag "$STEPS" "$start" "$stage" "$seed2")" SEED="$seed3" scripts/width_report.sh
@@ -51,8 +54,9 @@ done
 lanes_wait "a third cycle failed: see $RUNS/cycle3-*.log"
 
 # Each third cycle against its second; per start and seeds, OC-SFT against
-# single-order at equal steps and issue 5's table (off the shelf at M = 5 is
-# width4/width10's audit, at other M off-the-shelf-mPERMS here).
+# single-order at equal steps, issue 5's table (off the shelf at M = 5 is
+# width4/width10's audit, at other M off-the-shelf-mPERMS here) and the
+# decision sets (scripts/retention.py); the score-variance table of all.
 if [ "$PERMS" = 5 ]; then base=reports/training/width4/width10/off-the-shelf; else base=$OUT/off-the-shelf-m$PERMS; fi
 all=("$base")
 for c in $CYCLES; do
@@ -66,5 +70,8 @@ for c in $CYCLES; do
     [ -f "$single/results.json" ] || continue
     compare_audits "$OUT/compare-$(basename "$third")-vs-single-order-cycle3.md" "$single" "$third"
     compare_audits "$OUT/compare-table-cycle3-w4seed$start-m$PERMS.md" "$base" "$single" "$third"
+    # Decisions of fixed size (top 5/10/15) and the frozen-threshold set.
+    python3 scripts/retention.py --pair "$third" "$single" \
+        --out "$OUT/retention-cycle3-w4seed$start-m$PERMS-oc-sft-spread-vs-single-order.md"
 done
 python3 scripts/score_variance.py "${all[@]}" --out "$OUT/variance-cycle3-m$PERMS.md"
