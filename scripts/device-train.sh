@@ -87,6 +87,18 @@ fi
 # SLOWDOWN, default 1.5, assumed for sharing the GPU); needs the check stage
 # to have run on this machine.
 budget=${BUDGET:-480}
+# within_budget CMD...: runs CMD for at most $budget seconds in a process
+# group of its own; past that, stops the whole group (the report scripts run
+# their chains and lanes in the background, which timeout(1) would leave
+# running), so that the archive below reads no file still being written.
+# Returns CMD's status, or 124 when the budget ran out, as timeout(1) does.
+within_budget() { local pid watch rc start=$SECONDS
+    setsid "$@" & pid=$!
+    setsid bash -c 'sleep "$1"; kill -TERM -- "-$2"' watch "$budget" "$pid" > /dev/null 2>&1 & watch=$!
+    wait "$pid"; rc=$?
+    kill -- "-$watch" 2>/dev/null
+    [ $(( SECONDS - start )) -ge "$budget" ] || return "$rc"
+    sleep 5; kill -KILL -- "-$pid" 2>/dev/null; return 124; }
 if [ "${STEPS:-auto}" = auto ]; then
     [ "$(cat /tmp/ocrank-device-check.rc 2>/dev/null)" = 0 ] ||
         { echo "device-train: STEPS=auto needs a passed check stage on this machine"; exit 1; }
@@ -107,7 +119,7 @@ if [ "$stage" = stage ]; then
     OCRANK="$BIN/ocrank" DATA="$b/msmarco" MODEL_ARGS="${MODEL_ARGS:---device cuda --dtype f32}" \
         OUT="$so" RUNS=/tmp/ocrank-stage-runs BASE_AUDIT=1 THREADS="${THREADS:-4}" \
         STEPS="$STEPS" PERMS="${PERMS:-10}" SEED="$(cat "$init/seed")" \
-        timeout "$budget" scripts/width10_stage.sh
+        within_budget scripts/width10_stage.sh
     rc=$?
     echo "width10_stage.sh exit status: $rc"
     for log in /tmp/ocrank-stage-runs/*.log; do echo "== $log"; tail -n 3 "$log"; done
@@ -126,7 +138,7 @@ OCRANK="$BIN/ocrank" DATA="$b/msmarco" OUT=/tmp/ocrank-training RUNS=/tmp/ocrank
     LABELS="$b/labels-minilm.jsonl" MODEL_ARGS="${MODEL_ARGS:---device cuda --dtype f32}" SPLIT_DL21_ONLY=1 SELECT=1 PARALLEL=1 \
     STEPS="$STEPS" WINDOWS="${WINDOWS:-1}" LOSS="${LOSS:-squared}" LR=2e-4 MAX_CHARS="${MAX_CHARS:-600}" QUERIES="${QUERIES:-43}" PERMS="${PERMS:-10}" \
     OBJECTIVES="${OBJECTIVES:-single-order perm-aug oc-sft}" \
-    timeout "$budget" scripts/train_report.sh
+    within_budget scripts/train_report.sh
 rc=$?
 echo "train_report.sh exit status: $rc"
 # $OUT takes at most 8 files: one archive of the report and the runs' logs.
