@@ -37,18 +37,20 @@
 # from the seed-1 students it ended order-stable after 288 updates
 # (tau-PSI 0.202, reports/training/width10/cycle2.md). Settings as there
 # (width 10, 300 characters, lr 1e-3, cross-entropy, the spread-scaled term
-# at lambda 0.05), STEPS (auto; at most 300) in one cycle, DL19 audits at
-# M = PERMS (10) of the three stages and of the base model. A fourth call
+# at lambda 0.05), STEPS (auto; at most 300) in one cycle, each recipe's
+# checkpoint selected on the held-out DL21 queries (SELECT=1, SELECT_PERMS
+# 3 orders; width_report.sh), DL19 audits at M = PERMS (10) of the three
+# selected checkpoints and of the base model. A fourth call
 # carries the students (56 MiB):
 #   here:  scripts/device-bundle.sh --train --init 1 && scripts/device-lean.sh hide
 #     run(command="scripts/device-train.sh check", carry=[".cache/device-train"], timeout_s=200)
 #     run(command="true", carry=[".cache/device-model-1"])
 #     run(command="true", carry=[".cache/device-init"])
 #     run(command="scripts/device-train.sh stage", carry=[".cache/device-model-2"], timeout_s=590)
-# It returns $OUT/stage.tar.gz (audits, training logs) and OC-SFT's adapter
-# in parts of 12 MiB ($OUT/oc-sft-adapter.tar.gz.part-*): the other
-# adapters exceed what comes back. Here, after restore (FILES: the reply's
-# files_at):
+# It returns $OUT/stage.tar.gz (audits, training logs, selections) and
+# OC-SFT's adapters (the last step's and the selected one) in parts of 12 MiB
+# ($OUT/oc-sft-adapter.tar.gz.part-*): the other adapters exceed what comes
+# back. Here, after restore (FILES: the reply's files_at):
 #   mkdir -p reports/training/width10/gpu && tar -xzf FILES/stage.tar.gz -C reports/training/width10/gpu
 #   cat FILES/oc-sft-adapter.tar.gz.part-* | tar -xzf - -C reports/training/width10/gpu/ocrank-stage
 # The audits are compared with the CPU's (`ocrank compare`) like any other:
@@ -118,6 +120,7 @@ if [ "$stage" = stage ]; then
     so=/tmp/ocrank-stage
     OCRANK="$BIN/ocrank" DATA="$b/msmarco" MODEL_ARGS="${MODEL_ARGS:---device cuda --dtype f32}" \
         OUT="$so" RUNS=/tmp/ocrank-stage-runs BASE_AUDIT=1 THREADS="${THREADS:-4}" \
+        SELECT="${SELECT:-1}" SELECT_PERMS="${SELECT_PERMS:-3}" \
         STEPS="$STEPS" PERMS="${PERMS:-10}" SEED="$(cat "$init/seed")" \
         within_budget scripts/width10_stage.sh
     rc=$?

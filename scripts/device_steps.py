@@ -14,10 +14,11 @@ The chains, side by side:
   one per objective; the slowest is OC-SFT's: training, checkpoint selection
   on 13 held-out DL21 queries x 3 orders x 2 windows at 4 checkpoints, the
   DL19 audit of 43 queries x 10 orders x 2 windows.
-- --stage (`device-train.sh stage`, scripts/width10_stage.sh): OC-SFT's lane
-  (training, one DL19 audit) and the controls' lane (single-order, then
-  perm-aug: two trainings at the single-order step time, two audits); no
-  selection.
+- --stage (`device-train.sh stage`, scripts/width10_stage.sh with SELECT=1):
+  OC-SFT's lane (training, checkpoint selection as above, the DL19 audit of
+  the selected checkpoint) and the controls' lane (single-order, then
+  perm-aug: two trainings at the single-order step time, two selections,
+  two audits).
 """
 import json
 import sys
@@ -35,13 +36,13 @@ def steps_that_fit(report, budget, slowdown, stage=False):
     if any(o not in step for o in needed) or not rate:
         raise ValueError(f"the device check lacks a step time of {' or '.join(needed)}, or a window rate")
     left = budget / slowdown - FIXED_SECONDS
-    audit = AUDIT_WINDOWS / rate[0]
+    # One recipe's evaluation: checkpoint selection, then the DL19 audit.
+    evaluation = (SELECT_WINDOWS + AUDIT_WINDOWS) / rate[0]
     if stage:
-        # Each lane's steps: what is left after its audits, over its step cost.
-        fit = min((left - audit) / step["oc-sft"], (left - 2 * audit) / (2 * step["single-order"]))
-        evaluation = 2 * audit
+        # Each lane's steps: what is left after its evaluations, over its step cost.
+        fit = min((left - evaluation) / step["oc-sft"],
+                  (left - 2 * evaluation) / (2 * step["single-order"]))
     else:
-        evaluation = (SELECT_WINDOWS + AUDIT_WINDOWS) / rate[0]
         fit = (left - evaluation) / step["oc-sft"]
     steps = max(int(fit), 0) // 4 * 4
     if steps < 8:

@@ -27,7 +27,9 @@
 # reports/training/width4/width10/off-the-shelf, M = 5) let the GPU machine
 # run a stage outside the committed reports (scripts/device-train.sh stage);
 # there BASE_AUDIT=1 also audits the base model, beside the stages, as
-# $OUT/off-the-shelf-mPERMS, and makes it the baseline.
+# $OUT/off-the-shelf-mPERMS, and makes it the baseline. SELECT=1 (passed
+# to width_report.sh) audits and compares each recipe's checkpoint chosen
+# on the held-out DL21 queries (NAME-sel-mPERMS) instead of its last step.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/report-lib.sh
@@ -57,8 +59,9 @@ run_in_lane "$RUNS/single-order-perm-aug$SS.log" "${common[@]}" OBJECTIVES="sing
 lanes_wait "a stage failed: see the logs in $RUNS"
 
 S=$(stage_name "$STEPS" "$SEED" "$SEED"); M=m$PERMS
-so=$OUT/single-order-$S-$M; pa=$OUT/perm-aug-$S-$M
-oc=$(oc_sft_stage_audit "$STEPS" "$SEED" "$SEED")
+SEL=""; [ "${SELECT:-0}" != 1 ] || SEL=-sel
+so=$OUT/single-order-$S$SEL-$M; pa=$OUT/perm-aug-$S$SEL-$M
+oc=$(oc_sft_stage_audit "$STEPS" "$SEED" "$SEED"); oc=${oc%-"$M"}$SEL-$M
 compare_audits "$OUT/compare$SS.md" "${BASELINE:-$Z/off-the-shelf}" "$so" "$pa" "$oc"
 compare_audits "$OUT/compare-vs-single-order$SS.md" "$so" "$pa" "$oc"
 compare_audits "$OUT/compare-oc-sft-spread-vs-perm-aug$SS.md" "$pa" "$oc"

@@ -38,6 +38,16 @@
 # session); an objective whose adapter is kept there is not trained again,
 # its audits use the kept adapter. Audits with PERMS other than 3 are named
 # NAME-mPERMS.
+#
+# SELECT=1 chooses the checkpoint as SPEC.md section 5 does, on the
+# held-out DL21 queries by ranking quality only: `ocrank select` over the
+# run's checkpoints (every STEPS/4 steps, the last included) with
+# SELECT_PERMS orders (3), its table in $OUT/train-NAME/selection.{json,md};
+# the selected adapter is kept as $OUT/adapters/NAME-sel and audited as
+# NAME-sel[-mPERMS] instead of the last step (the last step's adapter is
+# still kept as NAME, for a later stage to start from). Needs the run's
+# checkpoints in $RUNS: an objective kept from an earlier invocation whose
+# run is gone stops the script, naming it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/report-lib.sh
@@ -103,6 +113,24 @@ train_and_audit() { local obj=$1 run="$RUNS/$1$SFX" kept="$OUT/adapters/$1$SFX"
         cp "$run"/adapter/* "$kept/"
     fi
     read -r -a audit_args <<< "${AUDIT_ARGS:-}"
+    if [ "${SELECT:-0}" = 1 ]; then
+        local sel="$OUT/train-$obj$SFX/selection.json"
+        if [ ! -f "$kept-sel/adapter_model.safetensors" ]; then
+            [ -d "$run/checkpoints" ] \
+                || { echo "SELECT=1: $obj has no checkpoints in $run to select from" >&2; return 1; }
+            echo "== select $obj"
+            "$BIN" select --runs "$run" --pools "$D/dl21/bm25-top100.json" \
+                --qrels "$D/dl21/qrels.txt" --depth 20 --permutations "${SELECT_PERMS:-3}" \
+                --every "$EVERY" "${MODEL[@]}" --out "$run/selection.json"
+            local chosen
+            chosen=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["selected"]["adapter"])' "$run/selection.json")
+            mkdir -p "$kept-sel" "$(dirname "$sel")"
+            cp "$chosen"/adapter_config.json "$chosen"/adapter_model.safetensors "$kept-sel/"
+            cp "$run/selection.json" "$run/selection.md" "$(dirname "$sel")/"
+        fi
+        batched_audit "$obj$SFX-sel$MSFX" --adapter "$kept-sel" "${audit_args[@]}"
+        return
+    fi
     batched_audit "$obj$SFX$MSFX" --adapter "$kept" "${audit_args[@]}"
 }
 
@@ -124,7 +152,8 @@ lanes_wait "a lane failed: see the logs in $RUNS"
 # Compare every finished audit of these settings, also those of objectives
 # trained by an earlier invocation (e.g. single-order, then oc-sft alone).
 dirs=()
-for a in off-the-shelf single-order$SFX order-averaged$SFX perm-aug$SFX oc-sft$SFX oc-sft-pool$SFX oc-sft-aug$SFX; do
+A=$SFX; [ "${SELECT:-0}" != 1 ] || A=$SFX-sel
+for a in off-the-shelf single-order$A order-averaged$A perm-aug$A oc-sft$A oc-sft-pool$A oc-sft-aug$A; do
     if [ -f "$OUT/$a$MSFX/results.json" ]; then dirs+=("$OUT/$a$MSFX"); fi
 done
-[ "${#dirs[@]}" -lt 2 ] || compare_audits "$OUT/compare$SFX$MSFX.md" "${dirs[@]}"
+[ "${#dirs[@]}" -lt 2 ] || compare_audits "$OUT/compare$A$MSFX.md" "${dirs[@]}"

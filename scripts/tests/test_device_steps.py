@@ -39,14 +39,15 @@ class StepsTest(unittest.TestCase):
             device_steps.steps_that_fit(report(5.0, 10.0, 5.0), 480, 1.5)
 
     def test_stage_fits_the_slower_lane(self):
-        # 320 s - 60 fixed = 260 s; an audit is 860 / 20 = 43 s. OC-SFT's
-        # lane: (260 - 43) / 1.0 = 217 steps; the controls' lane (two
-        # trainings, two audits): (260 - 86) / (2 * 0.4) = 217.5; the
-        # slower decides, rounded down to a multiple of 4.
-        self.assertEqual(device_steps.steps_that_fit(report(0.4, 1.0, 20.0), 480, 1.5, stage=True), 216)
-        # Single-order steps above half OC-SFT's make the controls' lane the
-        # slower: (260 - 86) / (2 * 0.6) = 145 -> 144.
-        self.assertEqual(device_steps.steps_that_fit(report(0.6, 1.0, 20.0), 480, 1.5, stage=True), 144)
+        # 320 s - 60 fixed = 260 s; one recipe's evaluation (selection and
+        # audit) is (312 + 860) / 20 = 58.6 s. OC-SFT's lane: (260 - 58.6)
+        # / 1.0 = 201 steps; the controls' lane (two trainings, two
+        # evaluations): (260 - 117.2) / (2 * 0.35) = 204; the slower
+        # decides, rounded down to a multiple of 4.
+        self.assertEqual(device_steps.steps_that_fit(report(0.35, 1.0, 20.0), 480, 1.5, stage=True), 200)
+        # Single-order steps above about half OC-SFT's make the controls'
+        # lane the slower: (260 - 117.2) / (2 * 0.6) = 119 -> 116.
+        self.assertEqual(device_steps.steps_that_fit(report(0.6, 1.0, 20.0), 480, 1.5, stage=True), 116)
 
     def test_stage_needs_the_single_order_step(self):
         r = report(0.1, 0.2, 100.0)
