@@ -42,7 +42,9 @@
 # SELECT=1 chooses the checkpoint as SPEC.md section 5 does, on the
 # held-out DL21 queries by ranking quality only: `ocrank select` over the
 # run's checkpoints (every STEPS/4 steps, the last included) with
-# SELECT_PERMS orders (3), its table in $OUT/train-NAME/selection.{json,md};
+# SELECT_PERMS orders (3), its table in $OUT/train-NAME/selection.{json,md}
+# and how far the selected checkpoint stands from the others on those
+# queries in selection-margin.{json,md} (scripts/selection_margin.py);
 # the selected adapter is kept as $OUT/adapters/NAME-sel and audited as
 # NAME-sel[-mPERMS] instead of the last step (the last step's adapter is
 # still kept as NAME, for a later stage to start from). Needs the run's
@@ -126,7 +128,9 @@ train_and_audit() { local obj=$1 run="$RUNS/$1$SFX" kept="$OUT/adapters/$1$SFX"
             chosen=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["selected"]["adapter"])' "$run/selection.json")
             mkdir -p "$kept-sel" "$(dirname "$sel")"
             cp "$chosen"/adapter_config.json "$chosen"/adapter_model.safetensors "$kept-sel/"
-            cp "$run/selection.json" "$run/selection.md" "$(dirname "$sel")/"
+            python3 scripts/selection_margin.py "$run/selection.json" --out "$run/selection-margin.md" > /dev/null
+            cp "$run/selection.json" "$run/selection.md" "$run/selection-margin.md" \
+                "$run/selection-margin.json" "$(dirname "$sel")/"
         fi
         batched_audit "$obj$SFX-sel$MSFX" --adapter "$kept-sel" "${audit_args[@]}"
         return
