@@ -126,11 +126,15 @@ train_and_audit() { local obj=$1 run="$RUNS/$1$SFX" kept="$OUT/adapters/$1$SFX"
                 --every "$EVERY" "${MODEL[@]}" --out "$run/selection.json"
             local chosen
             chosen=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["selected"]["adapter"])' "$run/selection.json")
-            mkdir -p "$kept-sel" "$(dirname "$sel")"
-            cp "$chosen"/adapter_config.json "$chosen"/adapter_model.safetensors "$kept-sel/"
             python3 scripts/selection_margin.py "$run/selection.json" --out "$run/selection-margin.md" > /dev/null
+            mkdir -p "$(dirname "$sel")"
             cp "$run/selection.json" "$run/selection.md" "$run/selection-margin.md" \
                 "$run/selection-margin.json" "$(dirname "$sel")/"
+            # The kept adapter last, whole or not at all: it marks the
+            # selection done for a rerun.
+            rm -rf "$kept-sel.part" "$kept-sel"; mkdir -p "$kept-sel.part"
+            cp "$chosen"/adapter_config.json "$chosen"/adapter_model.safetensors "$kept-sel.part/"
+            mv "$kept-sel.part" "$kept-sel"
         fi
         batched_audit "$obj$SFX-sel$MSFX" --adapter "$kept-sel" "${audit_args[@]}"
         return

@@ -4,7 +4,8 @@
 //! the answer-flip report's extra counts, and `scripts/seed_pooled.py`,
 //! `scripts/retention.py`, `scripts/bsc_match.py` and
 //! `scripts/paired_vs_run.py`, the training reports' pooled, decision-set,
-//! BSC@K and against-BM25 differences) have unit tests under
+//! BSC@K and against-BM25 differences, and `scripts/selection_margin.py`,
+//! how decided a checkpoint selection is) have unit tests under
 //! `scripts/tests/`; this runs them with the workspace's
 //! tests, so CI covers them. Needs `python3` (standard library only), which
 //! `scripts/setup.sh` needs as well.
