@@ -22,7 +22,7 @@ minilm_labels() { labels=$1
 # directory made with other settings (adapter, cut, mode...), which a skip on
 # an existing results.json would hide. AUDIT_QUERIES, when set, audits only
 # the first that many queries (a rehearsal's short audits).
-batched_audit() { name=$1; shift
+batched_audit() { local name=$1; shift
     echo "== audit $name"; "$BIN" audit \
     --pools "$D/dl19/bm25-top100.json" --qrels "$D/dl19/qrels.txt" \
     --depth 20 "${SCORER[@]}" "${MODEL[@]}" --mode batched --permutations "$PERMS" \

@@ -91,7 +91,6 @@ audit_of() { local obj=$1 cand adapter step dir
     *@"$STEPS")
         echo "$(cycle3_audit "$obj" "$STEPS" "$START" 0 "$SEED2" "$SEED3")";;
     *@*)
-        # (batched_audit sets the caller's `name`: the directory is fixed first.)
         step=$(( ${cand##*@} + 2 * STEPS ))
         dir=$(cycle3_name "$obj" "$STEPS" "$START" 0 "$SEED2" "$SEED3")-at$step
         [ -z "$FROM_PERMS" ] || seed_audit "$OUT/$dir-m$FROM_PERMS" "$OUT/$dir-m$PERMS" >&2
