@@ -148,6 +148,6 @@ echo "train_report.sh exit status: $rc"
 mkdir -p /tmp/ocrank-training
 cp "$b/labels-minilm.jsonl" /tmp/ocrank-training/ 2>/dev/null
 tar -czf "$out/training.tar.gz" -C /tmp ocrank-training \
-    $(cd /tmp && ls -d ocrank-runs/*/train.json ocrank-runs/*/log.jsonl ocrank-runs/*/selection.* ocrank-runs/*.log 2>/dev/null)
+    $(cd /tmp && ls -d ocrank-runs/*/train.json ocrank-runs/*/log.jsonl ocrank-runs/*/selection* ocrank-runs/*.log 2>/dev/null)
 ls -la "$out"
 exit $rc

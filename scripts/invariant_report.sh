@@ -150,11 +150,8 @@ for c in ${EVAL_CHARS:-}; do
 done
 if [ "${SELECT:-0}" = 1 ]; then
     echo "== select (held-out DL21 queries, nDCG@10; the order does not matter here)"
-    "$BIN" select --runs "$RUN" --pools "$D/dl21/bm25-top100.json" \
-        --qrels "$D/dl21/qrels.txt" --depth 20 --permutations 1 --include-base \
-        --every $(( STEPS / 4 )) \
-        "${MODEL[@]}" --out "$RUN/selection.json"
-    adapter="$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["selected"]["adapter"] or "")' "$RUN/selection.json")"
+    heldout_select "$RUN/selection.json" 1 --runs "$RUN" --include-base --every $(( STEPS / 4 ))
+    adapter="$(selected adapter "$RUN/selection.json")"
     # The final adapter is audited above; audit the selected checkpoint when it
     # is another one (and not the base model).
     if [ -n "$adapter" ] && [ "$(basename "$adapter")" != "step-$(printf %06d "$STEPS")" ]; then

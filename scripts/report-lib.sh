@@ -28,6 +28,23 @@ batched_audit() { local name=$1; shift
     --depth 20 "${SCORER[@]}" "${MODEL[@]}" --mode batched --permutations "$PERMS" \
     ${AUDIT_QUERIES:+--queries "$AUDIT_QUERIES"} "$@" --out "$OUT/$name"; }
 
+# heldout_select OUT PERMS ARGS...: `ocrank select` on the held-out DL21
+# queries (the split every training script holds out) at depth 20 over
+# PERMS orders, with the model flags of MODEL; ARGS are the runs and
+# further flags (--runs DIR..., --every N, --include-base). Then
+# scripts/selection_margin.py's table (each candidate minus the selected
+# one, bootstrapped over the held-out queries) beside OUT, as
+# OUT-without-.json-margin.{md,json}.
+heldout_select() { local out=$1 perms=$2; shift 2
+    "$BIN" select --pools "$D/dl21/bm25-top100.json" --qrels "$D/dl21/qrels.txt" \
+        --depth 20 --permutations "$perms" "${MODEL[@]}" "$@" --out "$out"
+    python3 scripts/selection_margin.py "$out" --out "${out%.json}-margin.md" > /dev/null; }
+# selected FIELD FILE: FIELD (candidate or adapter) of the choice recorded in
+# an `ocrank select` JSON; empty for the base model (no adapter).
+selected() { python3 -c 'import json, sys
+v = json.load(open(sys.argv[2]))["selected"][sys.argv[1]]
+print("" if v is None else v)' "$1" "$2"; }
+
 # compare_audits OUT DIR...: `ocrank compare` of audit directories (the first
 # is the baseline) on the measures every training report tabulates, into OUT.
 compare_audits() { out=$1; shift

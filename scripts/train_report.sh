@@ -73,12 +73,10 @@ evaluate() { obj=$1
     adapter="$run/adapter"
     if [ "${SELECT:-0}" = 1 ]; then
         echo "== select $obj"
-        "$BIN" select --runs "$run" --pools "$D/dl21/bm25-top100.json" \
-            --qrels "$D/dl21/qrels.txt" --depth 20 --permutations "${SELECT_PERMS:-3}" \
-            --every "$EVERY" "${MODEL[@]}" --out "$run/selection.json"
-        adapter="$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["selected"]["adapter"])' "$run/selection.json")"
+        heldout_select "$run/selection.json" "${SELECT_PERMS:-3}" --runs "$run" --every "$EVERY"
+        adapter="$(selected adapter "$run/selection.json")"
         mkdir -p "$OUT/train-$obj"
-        cp "$run/selection.json" "$run/selection.md" "$OUT/train-$obj/"
+        cp "$run"/selection.json "$run"/selection.md "$run"/selection-margin.* "$OUT/train-$obj/"
     fi
     audit "$obj" --adapter "$adapter"; }
 

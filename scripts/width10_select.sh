@@ -66,23 +66,17 @@ candidates() { local obj=$1 name dir
 sel() { echo "$OUT/select-w4seed$START-$1.json"; }
 for obj in $RECIPES; do
     runs=$(candidates "$obj")
-    [ -f "$(sel "$obj")" ] && continue
+    s=$(sel "$obj"); [ -f "${s%.json}-margin.json" ] && continue
     # shellcheck disable=SC2086
-    run_in_lane "$RUNS/select-w4seed$START-$obj.log" "$BIN" select --runs $runs \
-        --pools "$D/dl21/bm25-top100.json" --qrels "$D/dl21/qrels.txt" --depth 20 \
-        --permutations "$SELECT_PERMS" --out "$(sel "$obj")"
+    run_in_lane "$RUNS/select-w4seed$START-$obj.log" heldout_select "$(sel "$obj")" "$SELECT_PERMS" --runs $runs
 done
 lanes_wait "a selection failed: see $RUNS/select-w4seed$START-*.log"
-# How far the selected candidate stands from the others on the held-out set.
-for obj in $RECIPES; do
-    python3 scripts/selection_margin.py "$(sel "$obj")" --out "$OUT/select-margin-w4seed$START-$obj.md" > /dev/null
-done
 
 # audit_of OBJ: the DL19 audit directory of OBJ's selected candidate; audits
 # a mid-cycle checkpoint that has none yet.
 audit_of() { local obj=$1 cand adapter step dir
-    cand=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["selected"]["candidate"])' "$(sel "$obj")")
-    adapter=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["selected"]["adapter"])' "$(sel "$obj")")
+    cand=$(selected candidate "$(sel "$obj")")
+    adapter=$(selected adapter "$(sel "$obj")")
     case "$cand" in
     "$RUNS/select/$obj-$(stage_name "$STEPS" "$START" 0)$(objective_tag "$obj")@final")
         echo "$(stage_audit "$obj" "$STEPS" "$START" 0)";;
@@ -102,7 +96,7 @@ declare -A audit
 for obj in $RECIPES; do
     a=$(audit_of "$obj")
     [ -f "$a/results.json" ] || { echo "$obj: selected audit $a has no results.json" >&2; exit 3; }
-    echo "$obj: selected $(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["selected"]["candidate"])' "$(sel "$obj")") -> $a"
+    echo "$obj: selected $(selected candidate "$(sel "$obj")") -> $a"
     audit[$obj]=$a
     # A mid-cycle checkpoint beside the cycle ends around it (the second
     # cycle's first, as the baseline).

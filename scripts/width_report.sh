@@ -116,20 +116,15 @@ train_and_audit() { local obj=$1 run="$RUNS/$1$SFX" kept="$OUT/adapters/$1$SFX"
     fi
     read -r -a audit_args <<< "${AUDIT_ARGS:-}"
     if [ "${SELECT:-0}" = 1 ]; then
-        local sel="$OUT/train-$obj$SFX/selection.json"
         if [ ! -f "$kept-sel/adapter_model.safetensors" ]; then
             [ -d "$run/checkpoints" ] \
                 || { echo "SELECT=1: $obj has no checkpoints in $run to select from" >&2; return 1; }
             echo "== select $obj"
-            "$BIN" select --runs "$run" --pools "$D/dl21/bm25-top100.json" \
-                --qrels "$D/dl21/qrels.txt" --depth 20 --permutations "${SELECT_PERMS:-3}" \
-                --every "$EVERY" "${MODEL[@]}" --out "$run/selection.json"
+            heldout_select "$run/selection.json" "${SELECT_PERMS:-3}" --runs "$run" --every "$EVERY"
             local chosen
-            chosen=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["selected"]["adapter"])' "$run/selection.json")
-            python3 scripts/selection_margin.py "$run/selection.json" --out "$run/selection-margin.md" > /dev/null
-            mkdir -p "$(dirname "$sel")"
-            cp "$run/selection.json" "$run/selection.md" "$run/selection-margin.md" \
-                "$run/selection-margin.json" "$(dirname "$sel")/"
+            chosen=$(selected adapter "$run/selection.json")
+            mkdir -p "$OUT/train-$obj$SFX"
+            cp "$run"/selection.json "$run"/selection.md "$run"/selection-margin.* "$OUT/train-$obj$SFX/"
             # The kept adapter last, whole or not at all: it marks the
             # selection done for a rerun.
             rm -rf "$kept-sel.part" "$kept-sel"; mkdir -p "$kept-sel.part"
