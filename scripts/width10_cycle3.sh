@@ -69,9 +69,12 @@ for c in $CYCLES; do
     single=$(cycle3_audit single-order "$STEPS" "$start" "$stage" "$seed2" "$seed3")
     [ -f "$single/results.json" ] || continue
     compare_audits "$OUT/compare-$(basename "$third")-vs-single-order-cycle3.md" "$single" "$third"
-    compare_audits "$OUT/compare-table-cycle3-w4seed$start-m$PERMS.md" "$base" "$single" "$third"
+    # Named by the whole cycle (start, stage, both seeds), so that two third
+    # cycles of one start keep tables of their own.
+    id=$(cycle3_tag "$STEPS" "$start" "$stage" "$seed2")$(seed_sfx "$seed3")
+    compare_audits "$OUT/compare-table-cycle3-$id-m$PERMS.md" "$base" "$single" "$third"
     # Decisions of fixed size (top 5/10/15) and the frozen-threshold set.
     python3 scripts/retention.py --pair "$third" "$single" \
-        --out "$OUT/retention-cycle3-w4seed$start-m$PERMS-oc-sft-spread-vs-single-order.md"
+        --out "$OUT/retention-cycle3-$id-m$PERMS-oc-sft-spread-vs-single-order.md"
 done
 python3 scripts/score_variance.py "${all[@]}" --out "$OUT/variance-cycle3-m$PERMS.md"
