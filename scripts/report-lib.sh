@@ -85,9 +85,10 @@ recipe_env() { if [ "$1" = oc-sft-aug-spread ]; then recipe=("${oc_sft_stage[@]}
 # more steps (scripts/width10_base_cycle2.sh: INIT_TAG base-s$STEPS, SEED 2).
 from_base_audit() { local c=""; [ "${2:-1}" = 1 ] || c="-from-base-s$STEPS-seed2"
     echo "$OUT/$1-s$STEPS$c$(objective_tag "$1")-m$PERMS"; }
-# stage_audit OBJECTIVE STEPS START STAGE: that stage's audit in $OUT with
-# $PERMS orders; oc_sft_stage_audit STEPS START STAGE: the OC-SFT one.
-stage_audit() { local obj=$1; shift; echo "$OUT/$obj-$(stage_name "$@")$(objective_tag "$obj")-m$PERMS"; }
+# stage_audit OBJECTIVE STEPS START STAGE [SUFFIX]: that stage's audit in
+# $OUT with $PERMS orders (SUFFIX -sel: of the checkpoint width_report.sh's
+# SELECT=1 chose); oc_sft_stage_audit STEPS START STAGE [SUFFIX]: the OC-SFT one.
+stage_audit() { echo "$OUT/$1-$(stage_name "$2" "$3" "$4")$(objective_tag "$1")${5:-}-m$PERMS"; }
 oc_sft_stage_audit() { stage_audit oc-sft-aug-spread "$@"; }
 # cycle2_tag STEPS START STAGE: the INIT_TAG of a second cycle from that
 # stage; cycle2_name OBJECTIVE STEPS START STAGE SEED: the name of that

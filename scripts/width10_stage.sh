@@ -58,10 +58,10 @@ run_in_lane "$RUNS/single-order-perm-aug$SS.log" "${common[@]}" OBJECTIVES="sing
     INIT_SFX="${so_start#single-order}" scripts/width_report.sh
 lanes_wait "a stage failed: see the logs in $RUNS"
 
-S=$(stage_name "$STEPS" "$SEED" "$SEED"); M=m$PERMS
 SEL=""; [ "${SELECT:-0}" != 1 ] || SEL=-sel
-so=$OUT/single-order-$S$SEL-$M; pa=$OUT/perm-aug-$S$SEL-$M
-oc=$(oc_sft_stage_audit "$STEPS" "$SEED" "$SEED"); oc=${oc%-"$M"}$SEL-$M
+so=$(stage_audit single-order "$STEPS" "$SEED" "$SEED" "$SEL")
+pa=$(stage_audit perm-aug "$STEPS" "$SEED" "$SEED" "$SEL")
+oc=$(oc_sft_stage_audit "$STEPS" "$SEED" "$SEED" "$SEL")
 compare_audits "$OUT/compare$SS.md" "${BASELINE:-$Z/off-the-shelf}" "$so" "$pa" "$oc"
 compare_audits "$OUT/compare-vs-single-order$SS.md" "$so" "$pa" "$oc"
 compare_audits "$OUT/compare-oc-sft-spread-vs-perm-aug$SS.md" "$pa" "$oc"
