@@ -32,6 +32,9 @@ STEPS=${STEPS:-144}
 PERMS=${PERMS:-5}
 CONTROLS=${CONTROLS:-single-order:1:2 perm-aug:1:0}
 width10_setup reports/training/width4/adapters
+# At PERMS other than 5 every table is named ...-mPERMS, so that it never
+# overwrites the M = 5 one with the few pairs audited at PERMS.
+MS=""; [ "$PERMS" = 5 ] || MS="-m$PERMS"
 # Every triple is checked before any run starts.
 for c in $CONTROLS; do
     parse_spec "$c" OBJECTIVE:START:STAGE single-order perm-aug
@@ -50,7 +53,7 @@ for c in $CONTROLS; do
     name=$(stage_name "$STEPS" "$start" "$stage")
     oc=$(oc_sft_stage_audit "$STEPS" "$start" "$stage")
     if [ -f "$oc/results.json" ]; then
-        compare_audits "$OUT/compare-$name-vs-$obj.md" "$(stage_audit "$obj" "$STEPS" "$start" "$stage")" "$oc"
+        compare_audits "$OUT/compare-$name$MS-vs-$obj.md" "$(stage_audit "$obj" "$STEPS" "$start" "$stage")" "$oc"
     else
         echo "no OC-SFT audit $oc to compare $obj with"
     fi
@@ -74,10 +77,10 @@ for obj in single-order perm-aug; do
         pairs+=(--pair "$oc" "$ctl"); controls+=("$ctl")
     done 3< <(stage_seeds)
     if [ "${#pairs[@]}" -ge 6 ]; then
-        pool_pairs "$OUT/seed-pooled-s$STEPS-oc-sft-spread-vs-$obj.md" \
-            "$OUT/retention-s$STEPS-oc-sft-spread-vs-$obj.md" "${pairs[@]}"
+        pool_pairs "$OUT/seed-pooled-s$STEPS$MS-oc-sft-spread-vs-$obj.md" \
+            "$OUT/retention-s$STEPS$MS-oc-sft-spread-vs-$obj.md" "${pairs[@]}"
     fi
 done
 # Where each control's score variance lies (slot, candidate, query), as
 # variance-crossed-sSTEPS.md gives it for the OC-SFT stages.
-python3 scripts/score_variance.py "${controls[@]}" --out "$OUT/variance-controls-s$STEPS.md"
+python3 scripts/score_variance.py "${controls[@]}" --out "$OUT/variance-controls-s$STEPS$MS.md"

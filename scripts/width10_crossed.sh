@@ -40,6 +40,12 @@ STAGES=${STAGES:-0:1 1:0}
 W4=reports/training/width4
 Z=$W4/width10
 TS=""; [ "$STEPS" = 48 ] || TS="-s$STEPS"
+# At PERMS other than 5 the tables are named ...-mPERMS.md and their
+# baseline is the base model's audit at PERMS (scripts/width10_m10.sh makes
+# off-the-shelf-m10), so that they never overwrite the M = 5 tables with
+# the few stages audited at PERMS; the zero-shot starts exist at M = 5 only.
+MS=""; BASE_AUDIT_DIR=$Z/off-the-shelf
+[ "$PERMS" = 5 ] || { MS="-m$PERMS"; BASE_AUDIT_DIR=$OUT/off-the-shelf-m$PERMS; }
 width10_setup "$W4/adapters"
 common+=("${oc_sft_stage[@]}")
 for pair in $STAGES; do
@@ -59,7 +65,7 @@ while read -r start stage <&3; do
     [ -f "$d/results.json" ] || continue
     all+=("$d")
     # width10_stage.sh's own 48-step stages have their zero-shot comparison there.
-    if [ "$start" != "$stage" ] || [ -n "$TS" ]; then
+    if { [ "$start" != "$stage" ] || [ -n "$TS" ]; } && [ -z "$MS" ]; then
         compare_audits "$OUT/compare-$(basename "$d")-vs-zero-shot.md" "$Z/oc-sft-spread$(seed_sfx "$start")" "$d"
     fi
     twin=$(oc_sft_stage_audit 48 "$start" "$stage")
@@ -67,6 +73,6 @@ while read -r start stage <&3; do
         compare_audits "$OUT/compare-$(basename "$d")-vs-s48.md" "$twin" "$d"
     fi
 done 3< <(stage_seeds)
-compare_audits "$OUT/compare-crossed$TS.md" "$Z/off-the-shelf" "${all[@]}"
-python3 scripts/score_variance.py "${all[@]}" --out "$OUT/variance-crossed$TS.md"
-python3 scripts/window_spread.py "${all[@]}" --out "$OUT/window-spread-crossed$TS.md"
+compare_audits "$OUT/compare-crossed$TS$MS.md" "$BASE_AUDIT_DIR" "${all[@]}"
+python3 scripts/score_variance.py "${all[@]}" --out "$OUT/variance-crossed$TS$MS.md"
+python3 scripts/window_spread.py "${all[@]}" --out "$OUT/window-spread-crossed$TS$MS.md"
