@@ -35,6 +35,7 @@ width10_setup reports/training/width4/adapters
 # At PERMS other than 5 every table is named ...-mPERMS, so that it never
 # overwrites the M = 5 one with the few pairs audited at PERMS.
 MS=""; [ "$PERMS" = 5 ] || MS="-m$PERMS"
+FROM_PERMS=${FROM_PERMS:-}
 # Every triple is checked before any run starts.
 for c in $CONTROLS; do
     parse_spec "$c" OBJECTIVE:START:STAGE single-order perm-aug
@@ -42,6 +43,9 @@ done
 for c in $CONTROLS; do
     IFS=: read -r obj start stage <<< "$c"
     from=$(w4_start "$start" "$obj")
+    # FROM_PERMS=K: start from the same control's audit with K orders.
+    [ -z "$FROM_PERMS" ] || seed_audit "$(PERMS=$FROM_PERMS stage_audit "$obj" "$STEPS" "$start" "$stage")" \
+        "$(stage_audit "$obj" "$STEPS" "$start" "$stage")"
     run_in_lane "$RUNS/control-s$STEPS-$obj-start$start-stage$stage.log" \
         "${common[@]}" OBJECTIVES="$obj" INIT_SFX="${from#"$obj"}" \
         INIT_TAG="$(stage_tag "$start" "$stage")" SEED="$stage" scripts/width_report.sh
@@ -83,4 +87,10 @@ for obj in single-order perm-aug; do
 done
 # Where each control's score variance lies (slot, candidate, query), as
 # variance-crossed-sSTEPS.md gives it for the OC-SFT stages.
-python3 scripts/score_variance.py "${controls[@]}" --out "$OUT/variance-controls-s$STEPS$MS.md"
+# (None yet when every control finished before its OC-SFT twin's audit,
+# e.g. an M = 10 pass run beside width10_crossed.sh: rerun this script then.)
+if [ "${#controls[@]}" = 0 ]; then
+    echo "no control of $STEPS steps at M = $PERMS has its OC-SFT twin's audit yet: rerun when it has"
+else
+    python3 scripts/score_variance.py "${controls[@]}" --out "$OUT/variance-controls-s$STEPS$MS.md"
+fi

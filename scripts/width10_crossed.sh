@@ -40,19 +40,24 @@ STAGES=${STAGES:-0:1 1:0}
 W4=reports/training/width4
 Z=$W4/width10
 TS=""; [ "$STEPS" = 48 ] || TS="-s$STEPS"
+width10_setup "$W4/adapters"
+common+=("${oc_sft_stage[@]}")
 # At PERMS other than 5 the tables are named ...-mPERMS.md and their
 # baseline is the base model's audit at PERMS (scripts/width10_m10.sh makes
 # off-the-shelf-m10), so that they never overwrite the M = 5 tables with
 # the few stages audited at PERMS; the zero-shot starts exist at M = 5 only.
 MS=""; BASE_AUDIT_DIR=$Z/off-the-shelf
 [ "$PERMS" = 5 ] || { MS="-m$PERMS"; BASE_AUDIT_DIR=$OUT/off-the-shelf-m$PERMS; }
-width10_setup "$W4/adapters"
-common+=("${oc_sft_stage[@]}")
+FROM_PERMS=${FROM_PERMS:-}
 for pair in $STAGES; do
     start=${pair%%:*}; stage=${pair##*:}
     if [ "$start" = "$stage" ] && [ "$STEPS" = 48 ]; then
         echo "$pair: at 48 steps start = stage seed is width10_stage.sh's run" >&2; exit 2
     fi
+    # FROM_PERMS=K: the audit starts from the same stage's audit with K
+    # orders (report-lib's seed_audit), so only the new orders are scored.
+    [ -z "$FROM_PERMS" ] || seed_audit "$(PERMS=$FROM_PERMS oc_sft_stage_audit "$STEPS" "$start" "$stage")" \
+        "$(oc_sft_stage_audit "$STEPS" "$start" "$stage")"
     run_in_lane "$RUNS/crossed$TS-start$start-stage$stage.log" \
         "${common[@]}" INIT_SFX="-s80-w5-from-w2-perm-aug$(seed_sfx "$start")-lambda0.05-floor1e-5" \
         INIT_TAG="$(stage_tag "$start" "$stage")" SEED="$stage" scripts/width_report.sh
