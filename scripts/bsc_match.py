@@ -25,7 +25,7 @@ import random
 import statistics
 import sys
 
-from report_io import bootstrap_mean, write_report
+from report_io import bootstrap_mean, fmt_interval as fmt, write_report
 
 MEASURES = ["tau_psi", "ndcg_at_10_mean", "retained_set_overlap"]
 RESAMPLES = 10000
@@ -44,11 +44,6 @@ def curve(directory):
     except (OSError, ValueError, KeyError, TypeError) as e:
         sys.exit(f"{path}: not the results of `ocrank audit` ({e})")
     return out
-
-
-def fmt(m, lo, hi):
-    star = " *" if lo > 0 or hi < 0 else ""
-    return f"{m:+.4f} [{lo:+.4f}, {hi:+.4f}]{star}"
 
 
 def main():

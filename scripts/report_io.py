@@ -55,6 +55,13 @@ def read_labels(path):
     return labels
 
 
+def fmt_interval(m, lo, hi):
+    """A difference and its interval as the report tables print them:
+    `+0.0123 [-0.0040, +0.0290]`, starred when the interval excludes 0."""
+    star = " *" if lo > 0 or hi < 0 else ""
+    return f"{m:+.4f} [{lo:+.4f}, {hi:+.4f}]{star}"
+
+
 def bootstrap_mean(diffs, rng, resamples=10000):
     """Mean of `diffs` (per-query paired differences) and the 95% percentile
     interval of that mean over `resamples` bootstrap resamples of the

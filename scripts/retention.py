@@ -48,7 +48,7 @@ import statistics
 import sys
 from itertools import combinations
 
-from report_io import audit_windows, bootstrap_mean, write_report
+from report_io import audit_windows, bootstrap_mean, fmt_interval as fmt, write_report
 
 RESAMPLES = 10000
 MEASURES = ["overlap_frozen", "overlap_median", "overlap_top5", "overlap_top10", "overlap_top15",
@@ -138,11 +138,6 @@ def analyse(audit):
             "cut_queries": len(cut), "overlap_frozen_where_cut": statistics.mean(cut) if cut else None,
             "between_query_share": between / (between + within) if between + within > 0 else None,
             "collection": {m: statistics.mean(r[m] for r in per_query.values()) for m in MEASURES}}
-
-
-def fmt(m, lo, hi):
-    star = " *" if lo > 0 or hi < 0 else ""
-    return f"{m:+.4f} [{lo:+.4f}, {hi:+.4f}]{star}"
 
 
 def main():

@@ -25,7 +25,7 @@ import json
 import random
 import sys
 
-from report_io import bootstrap_mean, write_report
+from report_io import bootstrap_mean, fmt_interval as fmt, write_report
 
 MEASURES = "ndcg_at_10,ndcg_at_10_mean,ndcg_at_10_worst,tau_psi,retained_set_overlap"
 RESAMPLES = 10000
@@ -50,11 +50,6 @@ def protocol(r):
     s = r["settings"]
     return (json.dumps(s.get("scorer"), sort_keys=True), s.get("depth"),
             s.get("pools_sha256"), r["spec"].get("permutations"), r["spec"].get("seed"))
-
-
-def fmt(m, lo, hi):
-    star = " *" if lo > 0 or hi < 0 else ""
-    return f"{m:+.4f} [{lo:+.4f}, {hi:+.4f}]{star}"
 
 
 def main():

@@ -17,7 +17,7 @@ import json
 import random
 import sys
 
-from report_io import bootstrap_mean, write_report
+from report_io import bootstrap_mean, fmt_interval, write_report
 
 RESAMPLES = 10000
 
@@ -73,8 +73,7 @@ def main():
         if name == selected:
             lines.append(f"| {name} (selected) | {value:.4f} | |")
             continue
-        star = " *" if lo > 0 or hi < 0 else ""
-        lines.append(f"| {name} | {value:.4f} | {m:+.4f} [{lo:+.4f}, {hi:+.4f}]{star} |")
+        lines.append(f"| {name} | {value:.4f} | {fmt_interval(m, lo, hi)} |")
         if lo <= 0 <= hi:
             tied.append(name)
     lines += ["", f"Not told apart from the selected candidate: {len(tied)} of "
