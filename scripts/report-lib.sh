@@ -162,6 +162,10 @@ seed_audit() { local from=$1 to=$2
     mkdir -p "$to"
     cp "$from/settings.json" "$from/windows.jsonl" "$to/"
     echo "== $to: started from the $(wc -l < "$from/windows.jsonl") windows of $from"; }
+# seed_from_fewer NAMER ARGS...: with FROM_PERMS set, starts the audit that
+# `NAMER ARGS...` names at $PERMS orders from the one it names at
+# $FROM_PERMS (seed_audit), so that only the new orders are scored.
+seed_from_fewer() { [ -z "${FROM_PERMS:-}" ] || seed_audit "$(PERMS=$FROM_PERMS "$@")" "$("$@")"; }
 # width10_setup INIT_DIR [OUT RUNS]: what the width-10 stage scripts share.
 # Sets OUT (default reports/training/width10) and RUNS (runs/width10) and
 # makes them, makes the

@@ -43,9 +43,7 @@ done
 for c in $CONTROLS; do
     IFS=: read -r obj start stage <<< "$c"
     from=$(w4_start "$start" "$obj")
-    # FROM_PERMS=K: start from the same control's audit with K orders.
-    [ -z "$FROM_PERMS" ] || seed_audit "$(PERMS=$FROM_PERMS stage_audit "$obj" "$STEPS" "$start" "$stage")" \
-        "$(stage_audit "$obj" "$STEPS" "$start" "$stage")"
+    seed_from_fewer stage_audit "$obj" "$STEPS" "$start" "$stage"   # FROM_PERMS
     run_in_lane "$RUNS/control-s$STEPS-$obj-start$start-stage$stage.log" \
         "${common[@]}" OBJECTIVES="$obj" INIT_SFX="${from#"$obj"}" \
         INIT_TAG="$(stage_tag "$start" "$stage")" SEED="$stage" scripts/width_report.sh

@@ -54,10 +54,7 @@ for pair in $STAGES; do
     if [ "$start" = "$stage" ] && [ "$STEPS" = 48 ]; then
         echo "$pair: at 48 steps start = stage seed is width10_stage.sh's run" >&2; exit 2
     fi
-    # FROM_PERMS=K: the audit starts from the same stage's audit with K
-    # orders (report-lib's seed_audit), so only the new orders are scored.
-    [ -z "$FROM_PERMS" ] || seed_audit "$(PERMS=$FROM_PERMS oc_sft_stage_audit "$STEPS" "$start" "$stage")" \
-        "$(oc_sft_stage_audit "$STEPS" "$start" "$stage")"
+    seed_from_fewer oc_sft_stage_audit "$STEPS" "$start" "$stage"   # FROM_PERMS
     run_in_lane "$RUNS/crossed$TS-start$start-stage$stage.log" \
         "${common[@]}" INIT_SFX="-s80-w5-from-w2-perm-aug$(seed_sfx "$start")-lambda0.05-floor1e-5" \
         INIT_TAG="$(stage_tag "$start" "$stage")" SEED="$stage" scripts/width_report.sh

@@ -53,8 +53,7 @@ done
 for c in $CYCLES; do
     IFS=: read -r obj start stage seed <<< "$c"
     recipe_env "$obj"
-    [ -z "$FROM_PERMS" ] || seed_audit "$(PERMS=$FROM_PERMS second_cycle "$obj" "$start" "$stage" "$seed")" \
-        "$(second_cycle "$obj" "$start" "$stage" "$seed")"
+    seed_from_fewer second_cycle "$obj" "$start" "$stage" "$seed"   # FROM_PERMS
     run_in_lane "$RUNS/cycle2-s$STEPS-$obj-start$start-stage$stage-seed$seed.log" \
         "${common[@]}" "${recipe[@]}" \
         INIT_SFX="-$(stage_name "$STEPS" "$start" "$stage")$(objective_tag "$obj")" \

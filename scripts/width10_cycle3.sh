@@ -45,8 +45,7 @@ for c in $CYCLES; do
     IFS=: read -r obj start stage seed2 seed3 <<< "$c"
     recipe_env "$obj"
     from=$(cycle2_name "$obj" "$STEPS" "$start" "$stage" "$seed2")
-    [ -z "$FROM_PERMS" ] || seed_audit "$(PERMS=$FROM_PERMS cycle3_audit "$obj" "$STEPS" "$start" "$stage" "$seed2" "$seed3")" \
-        "$(cycle3_audit "$obj" "$STEPS" "$start" "$stage" "$seed2" "$seed3")"
+    seed_from_fewer cycle3_audit "$obj" "$STEPS" "$start" "$stage" "$seed2" "$seed3"
     run_in_lane "$RUNS/cycle3-s$STEPS-$obj-start$start-stage$stage-seeds$seed2-$seed3.log" \
         "${common[@]}" "${recipe[@]}" INIT_SFX="${from#"$obj"}" \
         INIT_TAG="$(cycle3_tag "$STEPS" "$start" "$stage" "$seed2")" SEED="$seed3" scripts/width_report.sh
