@@ -166,6 +166,10 @@ seed_audit() { local from=$1 to=$2
 # `NAMER ARGS...` names at $PERMS orders from the one it names at
 # $FROM_PERMS (seed_audit), so that only the new orders are scored.
 seed_from_fewer() { [ -z "${FROM_PERMS:-}" ] || seed_audit "$(PERMS=$FROM_PERMS "$@")" "$("$@")"; }
+# perms_sfx: the suffix of a stage script's tables at $PERMS orders: none at
+# M = 5, the protocol of the width-10 stages, -mPERMS otherwise, so that a
+# pass over a few stages at more orders never overwrites the M = 5 tables.
+perms_sfx() { [ "$PERMS" = 5 ] || echo "-m$PERMS"; }
 # width10_setup INIT_DIR [OUT RUNS]: what the width-10 stage scripts share.
 # Sets OUT (default reports/training/width10) and RUNS (runs/width10) and
 # makes them, makes the

@@ -32,10 +32,7 @@ STEPS=${STEPS:-144}
 PERMS=${PERMS:-5}
 CONTROLS=${CONTROLS:-single-order:1:2 perm-aug:1:0}
 width10_setup reports/training/width4/adapters
-# At PERMS other than 5 every table is named ...-mPERMS, so that it never
-# overwrites the M = 5 one with the few pairs audited at PERMS.
-MS=""; [ "$PERMS" = 5 ] || MS="-m$PERMS"
-FROM_PERMS=${FROM_PERMS:-}
+MS=$(perms_sfx)
 # Every triple is checked before any run starts.
 for c in $CONTROLS; do
     parse_spec "$c" OBJECTIVE:START:STAGE single-order perm-aug

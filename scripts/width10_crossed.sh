@@ -42,13 +42,11 @@ Z=$W4/width10
 TS=""; [ "$STEPS" = 48 ] || TS="-s$STEPS"
 width10_setup "$W4/adapters"
 common+=("${oc_sft_stage[@]}")
-# At PERMS other than 5 the tables are named ...-mPERMS.md and their
-# baseline is the base model's audit at PERMS (scripts/width10_m10.sh makes
-# off-the-shelf-m10), so that they never overwrite the M = 5 tables with
-# the few stages audited at PERMS; the zero-shot starts exist at M = 5 only.
-MS=""; BASE_AUDIT_DIR=$Z/off-the-shelf
-[ "$PERMS" = 5 ] || { MS="-m$PERMS"; BASE_AUDIT_DIR=$OUT/off-the-shelf-m$PERMS; }
-FROM_PERMS=${FROM_PERMS:-}
+# At PERMS other than 5 the baseline is the base model's audit at PERMS
+# (scripts/width10_m10.sh makes off-the-shelf-m10); the zero-shot starts
+# exist at M = 5 only.
+MS=$(perms_sfx); BASE_AUDIT_DIR=$Z/off-the-shelf
+[ -z "$MS" ] || BASE_AUDIT_DIR=$OUT/off-the-shelf$MS
 for pair in $STAGES; do
     start=${pair%%:*}; stage=${pair##*:}
     if [ "$start" = "$stage" ] && [ "$STEPS" = 48 ]; then

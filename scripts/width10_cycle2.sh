@@ -39,8 +39,7 @@ cd "$(dirname "$0")/.."
 source scripts/report-lib.sh
 STEPS=${STEPS:-144}
 PERMS=${PERMS:-5}
-MS=""; [ "$PERMS" = 5 ] || MS="-m$PERMS"
-FROM_PERMS=${FROM_PERMS:-}
+MS=$(perms_sfx)
 CYCLES=${CYCLES:-oc-sft-aug-spread:0:0:2 oc-sft-aug-spread:1:0:2}
 width10_setup reports/training/width10/adapters
 # first_cycle OBJ START STAGE / second_cycle OBJ START STAGE SEED: the audits.

@@ -32,7 +32,6 @@ source scripts/report-lib.sh
 STEPS=${STEPS:-144}
 PERMS=${PERMS:-5}
 CYCLES=${CYCLES:-oc-sft-aug-spread:1:0:2:3 single-order:1:0:2:3}
-FROM_PERMS=${FROM_PERMS:-}
 width10_setup reports/training/width10/adapters
 for c in $CYCLES; do
     parse_spec "$c" OBJECTIVE:START:STAGE:SEED2:SEED3 oc-sft-aug-spread single-order perm-aug
