@@ -22,8 +22,11 @@
 # pairs (any start and stage seed, also from earlier invocations),
 # seed-pooled-sSTEPS-oc-sft-spread-vs-OBJECTIVE.md and the decision sets
 # beside each other (frozen threshold, top-5/10/15; scripts/retention.py),
-# retention-sSTEPS-oc-sft-spread-vs-OBJECTIVE.md, and the variance shares
-# of all those controls, variance-controls-sSTEPS.md.
+# retention-sSTEPS-oc-sft-spread-vs-OBJECTIVE.md, the pooled difference of
+# each start apart when both starts have pairs,
+# seed-pooled-sSTEPS-from-w4seedS-oc-sft-spread-vs-OBJECTIVE.md, and the
+# variance shares of all those controls, variance-controls-sSTEPS.md
+# (-mPERMS after sSTEPS at M other than 5).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/report-lib.sh
@@ -68,16 +71,33 @@ exec 9> "$RUNS/controls-s$STEPS.lock"
 flock 9
 controls=()
 for obj in single-order perm-aug; do
-    pairs=()
+    pairs=(); starts=()
     while read -r start stage <&3; do
         ctl=$(stage_audit "$obj" "$STEPS" "$start" "$stage")
         oc=$(oc_sft_stage_audit "$STEPS" "$start" "$stage")
         [ -f "$ctl/results.json" ] && [ -f "$oc/results.json" ] || continue
-        pairs+=(--pair "$oc" "$ctl"); controls+=("$ctl")
+        pairs+=(--pair "$oc" "$ctl"); controls+=("$ctl"); starts+=("$start")
     done 3< <(stage_seeds)
     if [ "${#pairs[@]}" -ge 6 ]; then
         pool_pairs "$OUT/seed-pooled-s$STEPS$MS-oc-sft-spread-vs-$obj.md" \
             "$OUT/retention-s$STEPS$MS-oc-sft-spread-vs-$obj.md" "${pairs[@]}"
+    fi
+    # Where the pairs come from both width-4 starts, the difference pooled
+    # over each start's stage seeds apart as well
+    # (seed-pooled-sSTEPS-from-w4seedS-oc-sft-spread-vs-OBJECTIVE.md, for a
+    # start with two or more pairs): the start decides the OC-SFT effect
+    # (crossed.md, "The start decides"), which the pooled table averages away.
+    if [ "$(printf '%s\n' "${starts[@]}" | sort -u | wc -l)" -ge 2 ]; then
+        for s in 0 1; do
+            own=()
+            for i in "${!starts[@]}"; do
+                if [ "${starts[$i]}" = "$s" ]; then own+=("${pairs[@]:$((3 * i)):3}"); fi
+            done
+            if [ "${#own[@]}" -ge 6 ]; then
+                python3 scripts/seed_pooled.py "${own[@]}" \
+                    --out "$OUT/seed-pooled-s$STEPS$MS-from-w4seed$s-oc-sft-spread-vs-$obj.md"
+            fi
+        done
     fi
 done
 # Where each control's score variance lies (slot, candidate, query), as
