@@ -170,6 +170,12 @@ seed_from_fewer() { [ -z "${FROM_PERMS:-}" ] || seed_audit "$(PERMS=$FROM_PERMS 
 # M = 5, the protocol of the width-10 stages, -mPERMS otherwise, so that a
 # pass over a few stages at more orders never overwrites the M = 5 tables.
 perms_sfx() { [ "$PERMS" = 5 ] || echo "-m$PERMS"; }
+# base_audit: the base model's audit of the width-10 windows at $PERMS
+# orders, the baseline of the stage scripts' tables: width4/width10's at
+# M = 5, $OUT/off-the-shelf-mPERMS (scripts/width10_m10.sh makes it) at
+# other M.
+base_audit() { if [ "$PERMS" = 5 ]; then echo reports/training/width4/width10/off-the-shelf
+    else echo "$OUT/off-the-shelf-m$PERMS"; fi; }
 # width10_setup INIT_DIR [OUT RUNS]: what the width-10 stage scripts share.
 # Sets OUT (default reports/training/width10) and RUNS (runs/width10) and
 # makes them, makes the

@@ -42,11 +42,9 @@ Z=$W4/width10
 TS=""; [ "$STEPS" = 48 ] || TS="-s$STEPS"
 width10_setup "$W4/adapters"
 common+=("${oc_sft_stage[@]}")
-# At PERMS other than 5 the baseline is the base model's audit at PERMS
-# (scripts/width10_m10.sh makes off-the-shelf-m10); the zero-shot starts
-# exist at M = 5 only.
-MS=$(perms_sfx); BASE_AUDIT_DIR=$Z/off-the-shelf
-[ -z "$MS" ] || BASE_AUDIT_DIR=$OUT/off-the-shelf$MS
+# The baseline is the base model's audit at PERMS (base_audit); the
+# zero-shot starts exist at M = 5 only.
+MS=$(perms_sfx)
 for pair in $STAGES; do
     start=${pair%%:*}; stage=${pair##*:}
     if [ "$start" = "$stage" ] && [ "$STEPS" = 48 ]; then
@@ -73,6 +71,6 @@ while read -r start stage <&3; do
         compare_audits "$OUT/compare-$(basename "$d")-vs-s48.md" "$twin" "$d"
     fi
 done 3< <(stage_seeds)
-compare_audits "$OUT/compare-crossed$TS$MS.md" "$BASE_AUDIT_DIR" "${all[@]}"
+compare_audits "$OUT/compare-crossed$TS$MS.md" "$(base_audit)" "${all[@]}"
 python3 scripts/score_variance.py "${all[@]}" --out "$OUT/variance-crossed$TS$MS.md"
 python3 scripts/window_spread.py "${all[@]}" --out "$OUT/window-spread-crossed$TS$MS.md"

@@ -52,10 +52,10 @@ done
 lanes_wait "a third cycle failed: see $RUNS/cycle3-*.log"
 
 # Each third cycle against its second; per start and seeds, OC-SFT against
-# single-order at equal steps, issue 5's table (off the shelf at M = 5 is
-# width4/width10's audit, at other M off-the-shelf-mPERMS here) and the
-# decision sets (scripts/retention.py); the score-variance table of all.
-if [ "$PERMS" = 5 ]; then base=reports/training/width4/width10/off-the-shelf; else base=$OUT/off-the-shelf-m$PERMS; fi
+# single-order at equal steps, issue 5's table (off the shelf as baseline,
+# base_audit) and the decision sets (scripts/retention.py); the
+# score-variance table of all.
+base=$(base_audit)
 all=("$base")
 for c in $CYCLES; do
     IFS=: read -r obj start stage seed2 seed3 <<< "$c"
