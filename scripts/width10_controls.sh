@@ -87,8 +87,9 @@ for obj in single-order perm-aug; do
     # (seed-pooled-sSTEPS-from-w4seedS-oc-sft-spread-vs-OBJECTIVE.md, for a
     # start with two or more pairs): the start decides the OC-SFT effect
     # (crossed.md, "The start decides"), which the pooled table averages away.
-    if [ "$(printf '%s\n' "${starts[@]}" | sort -u | wc -l)" -ge 2 ]; then
-        for s in 0 1; do
+    own_starts=$(printf '%s\n' "${starts[@]}" | sort -u)
+    if [ "$(wc -w <<< "$own_starts")" -ge 2 ]; then
+        for s in $own_starts; do
             own=()
             for i in "${!starts[@]}"; do
                 if [ "${starts[$i]}" = "$s" ]; then own+=("${pairs[@]:$((3 * i)):3}"); fi
