@@ -69,37 +69,37 @@ done
 # finished audit and no two write them at once.
 exec 9> "$RUNS/controls-s$STEPS.lock"
 flock 9
-controls=()
-for obj in single-order perm-aug; do
-    pairs=(); starts=()
-    while read -r start stage <&3; do
-        ctl=$(stage_audit "$obj" "$STEPS" "$start" "$stage")
+# finished_pairs OBJECTIVE [START]: `--pair OC CONTROL`, one word a line,
+# for every stage (of START only, when given) whose control and OC-SFT twin
+# both have results.
+finished_pairs() { local start stage ctl oc
+    while read -r start stage; do
+        [ -z "${2:-}" ] || [ "$start" = "$2" ] || continue
+        ctl=$(stage_audit "$1" "$STEPS" "$start" "$stage")
         oc=$(oc_sft_stage_audit "$STEPS" "$start" "$stage")
         [ -f "$ctl/results.json" ] && [ -f "$oc/results.json" ] || continue
-        pairs+=(--pair "$oc" "$ctl"); controls+=("$ctl"); starts+=("$start")
-    done 3< <(stage_seeds)
+        printf '%s\n' --pair "$oc" "$ctl"
+    done < <(stage_seeds); }
+controls=()
+for obj in single-order perm-aug; do
+    mapfile -t pairs < <(finished_pairs "$obj")
+    for ((i = 2; i < ${#pairs[@]}; i += 3)); do controls+=("${pairs[$i]}"); done
     if [ "${#pairs[@]}" -ge 6 ]; then
         pool_pairs "$OUT/seed-pooled-s$STEPS$MS-oc-sft-spread-vs-$obj.md" \
             "$OUT/retention-s$STEPS$MS-oc-sft-spread-vs-$obj.md" "${pairs[@]}"
     fi
-    # Where the pairs come from both width-4 starts, the difference pooled
-    # over each start's stage seeds apart as well
-    # (seed-pooled-sSTEPS-from-w4seedS-oc-sft-spread-vs-OBJECTIVE.md, for a
-    # start with two or more pairs): the start decides the OC-SFT effect
-    # (crossed.md, "The start decides"), which the pooled table averages away.
-    own_starts=$(printf '%s\n' "${starts[@]}" | sort -u)
-    if [ "$(wc -w <<< "$own_starts")" -ge 2 ]; then
-        for s in $own_starts; do
-            own=()
-            for i in "${!starts[@]}"; do
-                if [ "${starts[$i]}" = "$s" ]; then own+=("${pairs[@]:$((3 * i)):3}"); fi
-            done
-            if [ "${#own[@]}" -ge 6 ]; then
-                python3 scripts/seed_pooled.py "${own[@]}" \
-                    --out "$OUT/seed-pooled-s$STEPS$MS-from-w4seed$s-oc-sft-spread-vs-$obj.md"
-            fi
-        done
-    fi
+    # Each width-4 start's pairs pooled apart as well, where the start has
+    # two or more and the other start some
+    # (seed-pooled-sSTEPS-from-w4seedS-oc-sft-spread-vs-OBJECTIVE.md): the
+    # start decides the OC-SFT effect (crossed.md, "The start decides"),
+    # which the pooled table averages away.
+    for s in $(stage_seeds | cut -d' ' -f1 | sort -u); do
+        mapfile -t own < <(finished_pairs "$obj" "$s")
+        if [ "${#own[@]}" -ge 6 ] && [ "${#own[@]}" -lt "${#pairs[@]}" ]; then
+            python3 scripts/seed_pooled.py "${own[@]}" \
+                --out "$OUT/seed-pooled-s$STEPS$MS-from-w4seed$s-oc-sft-spread-vs-$obj.md"
+        fi
+    done
 done
 # Where each control's score variance lies (slot, candidate, query), as
 # variance-crossed-sSTEPS.md gives it for the OC-SFT stages.
