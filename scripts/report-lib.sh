@@ -190,10 +190,78 @@ width10_setup() {
     minilm_labels runs/train/labels-minilm.jsonl
     common=(env LANES=1 WIDTH=10 STEPS="$STEPS" PERMS="$PERMS" LR=1e-3 BASE=0 OUT="$OUT" RUNS="$RUNS"
         INIT="$1" RAYON_NUM_THREADS="${THREADS:-1}"); }
-# stage_seeds: every START STAGE a width-10 stage can have, one pair a line
-# (width-4 students exist for training seeds 0 and 1; stage seeds 0-9).
+# stage_seeds: every START STAGE a width-10 stage can have, one pair a line:
+# the training seeds 0-9 whose width-4 OC-SFT student is kept in
+# reports/training/width4/adapters (w4_start), each with stage seeds 0-9.
 stage_seeds() { local start stage
-    for start in 0 1; do for stage in 0 1 2 3 4 5 6 7 8 9; do echo "$start $stage"; done; done; }
+    for start in 0 1 2 3 4 5 6 7 8 9; do
+        [ -d "reports/training/width4/adapters/$(w4_start "$start" oc-sft-aug-spread)" ] || continue
+        for stage in 0 1 2 3 4 5 6 7 8 9; do echo "$start $stage"; done
+    done; }
+
+# The tables of the width-10 controls (scripts/width10_controls.sh) and
+# their OC-SFT twins (scripts/width10_crossed.sh): a control and its twin
+# finish in either order, so both scripts end with controls_report, and
+# whichever finishes last writes every table from every finished pair.
+# finished_stages OBJECTIVE [START]: "START STAGE", one a line, of every
+# $STEPS-step stage (of START only, when given) whose OBJECTIVE control and
+# OC-SFT twin both have audits at $PERMS orders in $OUT; finished_pairs
+# (same arguments): those stages as `--pair OC CONTROL`, one word a line.
+finished_stages() { local start stage
+    while read -r start stage; do
+        [ -z "${2:-}" ] || [ "$start" = "$2" ] || continue
+        if [ -f "$(stage_audit "$1" "$STEPS" "$start" "$stage")/results.json" ] &&
+            [ -f "$(oc_sft_stage_audit "$STEPS" "$start" "$stage")/results.json" ]; then
+            echo "$start $stage"
+        fi
+    done < <(stage_seeds); }
+finished_pairs() { local start stage
+    while read -r start stage; do
+        printf '%s\n' --pair "$(oc_sft_stage_audit "$STEPS" "$start" "$stage")" \
+            "$(stage_audit "$1" "$STEPS" "$start" "$stage")"
+    done < <(finished_stages "$@"); }
+# controls_report: for the $STEPS-step controls at $PERMS orders, in $OUT
+# (the names end in $(perms_sfx) after sSTEPS): each finished pair compared,
+# compare-sSTEPS-from-TAG[-seedN]-vs-OBJECTIVE.md; per objective with two or
+# more pairs, OC-SFT minus the control pooled over them (pool_pairs:
+# seed-pooled- and retention-sSTEPS-oc-sft-spread-vs-OBJECTIVE.md) and over
+# each start's pairs apart where a start has two or more and another start
+# some (seed-pooled-sSTEPS-from-w4seedS-oc-sft-spread-vs-OBJECTIVE.md: the
+# start decides the OC-SFT effect, crossed.md "The start decides", which the
+# pooled table averages away); and the score variance of every control with
+# a twin (scripts/score_variance.py: variance-controls-sSTEPS.md).
+# Invocations side by side take turns (flock on $RUNS/controls-sSTEPS.lock),
+# so no two write these files at once.
+controls_report() { local ms obj start stage ctl s pairs own controls=()
+    ms=$(perms_sfx)
+    exec 9> "$RUNS/controls-s$STEPS.lock"
+    flock 9
+    for obj in single-order perm-aug; do
+        while read -r start stage; do
+            ctl=$(stage_audit "$obj" "$STEPS" "$start" "$stage")
+            controls+=("$ctl")
+            compare_audits "$OUT/compare-$(stage_name "$STEPS" "$start" "$stage")$ms-vs-$obj.md" \
+                "$ctl" "$(oc_sft_stage_audit "$STEPS" "$start" "$stage")"
+        done < <(finished_stages "$obj")
+        mapfile -t pairs < <(finished_pairs "$obj")
+        if [ "${#pairs[@]}" -ge 6 ]; then
+            pool_pairs "$OUT/seed-pooled-s$STEPS$ms-oc-sft-spread-vs-$obj.md" \
+                "$OUT/retention-s$STEPS$ms-oc-sft-spread-vs-$obj.md" "${pairs[@]}"
+        fi
+        for s in $(stage_seeds | cut -d' ' -f1 | sort -u); do
+            mapfile -t own < <(finished_pairs "$obj" "$s")
+            if [ "${#own[@]}" -ge 6 ] && [ "${#own[@]}" -lt "${#pairs[@]}" ]; then
+                python3 scripts/seed_pooled.py "${own[@]}" \
+                    --out "$OUT/seed-pooled-s$STEPS$ms-from-w4seed$s-oc-sft-spread-vs-$obj.md"
+            fi
+        done
+    done
+    if [ "${#controls[@]}" = 0 ]; then
+        echo "no control of $STEPS steps at M = $PERMS has its OC-SFT twin's audit yet"
+    else
+        python3 scripts/score_variance.py "${controls[@]}" --out "$OUT/variance-controls-s$STEPS$ms.md"
+    fi
+    exec 9>&-; }
 
 # Background runs, at most LANES (default 2) at a time, each its own process
 # (set RAYON_NUM_THREADS=1 for one thread each on 2 cores).

@@ -28,8 +28,11 @@
 # (scripts/width_transfer.sh), and the variance and window-spread tables of
 # all of them. At STEPS other than 48 the tables are named ...-sSTEPS.md and
 # cover the stages of that length, and each is also compared with its
-# 48-step twin (same start, same stage seed) where that has an audit. Width-4
-# students exist for training seeds 0 and 1 only.
+# 48-step twin (same start, same stage seed) where that has an audit, and
+# the tables of the controls of that length (report-lib's controls_report,
+# as scripts/width10_controls.sh writes them), so that a control that
+# finished before its OC-SFT twin gets its compare now. START is a training
+# seed whose width-4 students are kept (report-lib's stage_seeds).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/report-lib.sh
@@ -74,3 +77,6 @@ done 3< <(stage_seeds)
 compare_audits "$OUT/compare-crossed$TS$MS.md" "$(base_audit)" "${all[@]}"
 python3 scripts/score_variance.py "${all[@]}" --out "$OUT/variance-crossed$TS$MS.md"
 python3 scripts/window_spread.py "${all[@]}" --out "$OUT/window-spread-crossed$TS$MS.md"
+# The controls of these longer stages: their compares with the stages
+# audited here, pooled and variance tables (report-lib's controls_report).
+[ -z "$TS" ] || controls_report
