@@ -67,7 +67,12 @@ while read -r start stage <&3; do
     all+=("$d")
     # width10_stage.sh's own 48-step stages have their zero-shot comparison there.
     if { [ "$start" != "$stage" ] || [ -n "$TS" ]; } && [ -z "$MS" ]; then
-        compare_audits "$OUT/compare-$(basename "$d")-vs-zero-shot.md" "$Z/oc-sft-spread$(seed_sfx "$start")" "$d"
+        zero=$Z/oc-sft-spread$(seed_sfx "$start")
+        if [ -f "$zero/results.json" ]; then
+            compare_audits "$OUT/compare-$(basename "$d")-vs-zero-shot.md" "$zero" "$d"
+        else
+            echo "no zero-shot audit $zero of start $start: scripts/width_transfer.sh makes it" >&2
+        fi
     fi
     twin=$(oc_sft_stage_audit 48 "$start" "$stage")
     if [ -n "$TS" ] && [ -f "$twin/results.json" ]; then
