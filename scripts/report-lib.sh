@@ -190,14 +190,16 @@ width10_setup() {
     minilm_labels runs/train/labels-minilm.jsonl
     common=(env LANES=1 WIDTH=10 STEPS="$STEPS" PERMS="$PERMS" LR=1e-3 BASE=0 OUT="$OUT" RUNS="$RUNS"
         INIT="$1" RAYON_NUM_THREADS="${THREADS:-1}"); }
-# stage_seeds: every START STAGE a width-10 stage can have, one pair a line:
-# the training seeds 0-9 whose width-4 OC-SFT student is kept in
-# reports/training/width4/adapters (w4_start), each with stage seeds 0-9.
-stage_seeds() { local start stage
+# w4_starts: the training seeds (0-9) whose width-4 OC-SFT student is kept
+# in reports/training/width4/adapters (w4_start), one a line: the starts a
+# width-10 stage can have. stage_seeds: every START STAGE a width-10 stage
+# can have, one pair a line (those starts, each with stage seeds 0-9).
+w4_starts() { local start
     for start in 0 1 2 3 4 5 6 7 8 9; do
-        [ -d "reports/training/width4/adapters/$(w4_start "$start" oc-sft-aug-spread)" ] || continue
-        for stage in 0 1 2 3 4 5 6 7 8 9; do echo "$start $stage"; done
+        if [ -d "reports/training/width4/adapters/$(w4_start "$start" oc-sft-aug-spread)" ]; then echo "$start"; fi
     done; }
+stage_seeds() { local start stage
+    for start in $(w4_starts); do for stage in 0 1 2 3 4 5 6 7 8 9; do echo "$start $stage"; done; done; }
 
 # The tables of the width-10 controls (scripts/width10_controls.sh) and
 # their OC-SFT twins (scripts/width10_crossed.sh): a control and its twin
@@ -248,7 +250,7 @@ controls_report() { local ms obj start stage ctl s pairs own controls=()
             pool_pairs "$OUT/seed-pooled-s$STEPS$ms-oc-sft-spread-vs-$obj.md" \
                 "$OUT/retention-s$STEPS$ms-oc-sft-spread-vs-$obj.md" "${pairs[@]}"
         fi
-        for s in $(stage_seeds | cut -d' ' -f1 | sort -u); do
+        for s in $(w4_starts); do
             mapfile -t own < <(finished_pairs "$obj" "$s")
             if [ "${#own[@]}" -ge 6 ] && [ "${#own[@]}" -lt "${#pairs[@]}" ]; then
                 python3 scripts/seed_pooled.py "${own[@]}" \

@@ -54,8 +54,9 @@ for pair in $STAGES; do
         echo "$pair: at 48 steps start = stage seed is width10_stage.sh's run" >&2; exit 2
     fi
     seed_from_fewer oc_sft_stage_audit "$STEPS" "$start" "$stage"   # FROM_PERMS
+    from=$(w4_start "$start" oc-sft-aug-spread)
     run_in_lane "$RUNS/crossed$TS-start$start-stage$stage.log" \
-        "${common[@]}" INIT_SFX="-s80-w5-from-w2-perm-aug$(seed_sfx "$start")-lambda0.05-floor1e-5" \
+        "${common[@]}" INIT_SFX="${from#oc-sft-aug-spread}" \
         INIT_TAG="$(stage_tag "$start" "$stage")" SEED="$stage" scripts/width_report.sh
 done
 lanes_wait "a stage failed: see $RUNS/crossed*.log"

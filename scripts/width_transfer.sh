@@ -21,13 +21,12 @@ mkdir -p "$OUT"
 batched_audit off-the-shelf
 batched_audit single-order --adapter "$W4/adapters/single-order-$S"
 batched_audit perm-aug --adapter "$W4/adapters/perm-aug-$S"
-batched_audit oc-sft-spread --adapter "$W4/adapters/oc-sft-aug-spread-$S-perm-aug-lambda0.05-floor1e-5"
-# The OC-SFT students of every other training seed kept too: the starts of
-# reports/training/width10/'s stages of those seeds (scripts/width10_stage.sh
-# and width10_crossed.sh compare each stage with its start).
-for seed in 1 2 3 4 5 6 7 8 9; do
-    a=$W4/adapters/$(w4_start "$seed" oc-sft-aug-spread)
-    [ ! -d "$a" ] || batched_audit "oc-sft-spread$(seed_sfx "$seed")" --adapter "$a"
+# The OC-SFT student of every training seed kept (report-lib's w4_starts;
+# oc-sft-spread[-seedN]): the starts of reports/training/width10/'s stages
+# (scripts/width10_stage.sh and width10_crossed.sh compare each stage with
+# its start).
+for seed in $(w4_starts); do
+    batched_audit "oc-sft-spread$(seed_sfx "$seed")" --adapter "$W4/adapters/$(w4_start "$seed" oc-sft-aug-spread)"
 done
 compare_audits "$OUT/compare.md" "$OUT/off-the-shelf" "$OUT/single-order" "$OUT/perm-aug" "$OUT/oc-sft-spread"
 compare_audits "$OUT/compare-vs-single-order.md" "$OUT/single-order" "$OUT/perm-aug" "$OUT/oc-sft-spread"
