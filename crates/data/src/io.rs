@@ -46,12 +46,21 @@ fn create_parent(path: &Path) -> Result<()> {
     }
 }
 
-/// A buffered output file, gzipped when its name ends in `.gz`. Call
-/// [`Writer::finish`] to flush it and see any error (dropping it flushes but
-/// loses the error).
+/// A buffered output file, gzipped when its name ends in `.gz`.
+///
+/// A file made by [`Writer::create`] is written beside its destination under
+/// a name of its own (`.NAME.PID-N.part`) and renamed onto it by
+/// [`Writer::finish`]: until then `path` keeps whatever it held, so a run
+/// killed mid-write (or one that fails on a bad record) never leaves a
+/// truncated file that a later run would take for a finished one, and two
+/// processes writing the same output race only to the last rename. A writer
+/// dropped without `finish` removes its partial file. [`Writer::append`]
+/// writes in place: appending is how resumable outputs grow.
 pub(crate) struct Writer {
     out: Box<dyn Finish>,
     path: std::path::PathBuf,
+    /// The partial file of `create`, renamed onto `path` by `finish`.
+    staging: Option<std::path::PathBuf>,
 }
 
 trait Finish: Write {
@@ -71,13 +80,31 @@ impl Finish for GzEncoder<BufWriter<File>> {
     }
 }
 
+/// The partial file `create` writes for `path`: hidden, in the same directory
+/// (so the rename stays on one file system), unique to this process and call.
+fn staging_path(path: &Path) -> std::path::PathBuf {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let name = path
+        .file_name()
+        .map_or_else(Default::default, |s| s.to_string_lossy());
+    path.with_file_name(format!(".{name}.{}-{n}.part", std::process::id()))
+}
+
 impl Writer {
-    /// Creates (truncates) `path`, and its missing parent directories: a
-    /// command that computed for minutes must not lose its result to an
-    /// output directory nobody made yet.
+    /// Starts replacing `path` (made, with its missing parent directories, by
+    /// [`Writer::finish`]): a command that computed for minutes must not lose
+    /// its result to an output directory nobody made yet.
     pub(crate) fn create(path: &Path) -> Result<Self> {
         create_parent(path)?;
-        let file = File::create(path).map_err(|e| Error::io(path, e))?;
+        if path.is_dir() {
+            return Err(Error::io(
+                path,
+                std::io::Error::new(std::io::ErrorKind::IsADirectory, "is a directory"),
+            ));
+        }
+        let staging = staging_path(path);
+        let file = File::create(&staging).map_err(|e| Error::io(path, e))?;
         let out: Box<dyn Finish> = if is_gz(path) {
             Box::new(GzEncoder::new(BufWriter::new(file), Compression::default()))
         } else {
@@ -86,6 +113,7 @@ impl Writer {
         Ok(Writer {
             out,
             path: path.to_owned(),
+            staging: Some(staging),
         })
     }
 
@@ -104,6 +132,7 @@ impl Writer {
         Ok(Writer {
             out: Box::new(BufWriter::new(file)),
             path: path.to_owned(),
+            staging: None,
         })
     }
 
@@ -122,8 +151,25 @@ impl Writer {
         self.out.flush().map_err(|e| Error::io(&self.path, e))
     }
 
-    /// Flushes everything, ending the gzip stream of a `.gz` file.
+    /// Flushes everything, ending the gzip stream of a `.gz` file; a file of
+    /// [`Writer::create`] then replaces `path` in one rename.
     pub(crate) fn finish(&mut self) -> Result<()> {
-        self.out.finish().map_err(|e| Error::io(&self.path, e))
+        self.out.finish().map_err(|e| Error::io(&self.path, e))?;
+        if let Some(staging) = self.staging.take() {
+            if let Err(e) = std::fs::rename(&staging, &self.path) {
+                let _ = std::fs::remove_file(&staging);
+                return Err(Error::io(&self.path, e));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Writer {
+    /// An unfinished `create` leaves `path` as it was.
+    fn drop(&mut self) {
+        if let Some(staging) = self.staging.take() {
+            let _ = std::fs::remove_file(staging);
+        }
     }
 }

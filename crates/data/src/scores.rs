@@ -58,13 +58,16 @@ pub fn read_scores(path: &Path) -> Result<Vec<ScoreRecord>> {
         .collect()
 }
 
-/// Append-only writer of the scores JSONL, one record per line.
+/// Writer of the scores JSONL, one record per line: a new file that replaces
+/// its destination only when finished, or an existing one appended to.
 pub struct ScoresWriter {
     out: Writer,
 }
 
 impl ScoresWriter {
-    /// Creates (truncates) `path`; a `.gz` name is gzipped.
+    /// Starts a new `path` (a `.gz` name is gzipped); it replaces what `path`
+    /// held at [`ScoresWriter::finish`], and dropping the writer before that
+    /// leaves `path` untouched.
     pub fn create(path: &Path) -> Result<Self> {
         Ok(ScoresWriter {
             out: Writer::create(path)?,

@@ -515,3 +515,81 @@ fn trec_rag_pool_with_more_ids_than_texts() {
         "{msg}"
     );
 }
+
+fn labels(grades: &[(&str, f64)]) -> Labels {
+    let by_query = [(
+        "q".to_owned(),
+        (grades.iter()).map(|&(c, g)| (c.to_owned(), g)).collect(),
+    )];
+    Labels {
+        header: LabelHeader {
+            ocrank_labels: 1,
+            teacher: "gold".into(),
+            orders: 1,
+            provenance: serde_json::json!({}),
+        },
+        by_query: by_query.into_iter().collect(),
+    }
+}
+
+fn file_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = (std::fs::read_dir(dir).unwrap())
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn an_unfinished_or_failed_write_leaves_the_old_file_whole_and_no_partial_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("labels.jsonl");
+    let good = labels(&[("a", 1.0), ("b", 2.0)]);
+    write_labels(&path, &good).unwrap();
+    let before = std::fs::read(&path).unwrap();
+    // A write that fails on its second label (out of range, after the header
+    // and one line went out) keeps the finished file as it was: a later run
+    // must not find a short file and take it for the labels.
+    let bad = labels(&[("a", 0.5), ("b", 7.0)]);
+    assert!(message(&path, write_labels(&path, &bad)).contains("not in [0, 3]"));
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+    assert_eq!(read_labels(&path).unwrap(), good);
+    // An interrupted `ocrank score`: nothing at the destination until finish,
+    // and nothing left behind when the writer goes away unfinished.
+    let scores = dir.path().join("scores.jsonl.gz");
+    let mut w = ScoresWriter::create(&scores).unwrap();
+    w.write(&record("q", "a", 0.5)).unwrap();
+    w.flush().unwrap();
+    assert!(!scores.exists());
+    drop(w);
+    assert_eq!(file_names(dir.path()), ["labels.jsonl"]);
+    // A directory in the way is refused before anything is computed.
+    let err = ScoresWriter::create(dir.path())
+        .err()
+        .expect("a directory is no output file");
+    assert!(err.to_string().contains("directory"), "{err}");
+}
+
+#[test]
+fn two_writers_of_one_output_each_finish_a_whole_file() {
+    // Two scripts started together both made the MiniLM labels into one
+    // path; each writer has its own partial file, so the last rename wins
+    // and the result is one writer's file, never an interleaving.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("scores.jsonl");
+    let mut first = ScoresWriter::create(&path).unwrap();
+    let mut second = ScoresWriter::create(&path).unwrap();
+    for i in 0..2000 {
+        first.write(&record("q", &format!("a{i}"), 0.25)).unwrap();
+        second.write(&record("q", &format!("b{i}"), 0.75)).unwrap();
+    }
+    first.finish().unwrap();
+    assert_eq!(read_scores(&path).unwrap().len(), 2000);
+    second.finish().unwrap();
+    let read = read_scores(&path).unwrap();
+    assert_eq!(read.len(), 2000);
+    assert!(read
+        .iter()
+        .all(|r| r.candidate.starts_with('b') && r.score == 0.75));
+    assert_eq!(file_names(dir.path()), ["scores.jsonl"]);
+}
