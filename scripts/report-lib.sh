@@ -181,8 +181,8 @@ base_audit() { if [ "$PERMS" = 5 ]; then echo reports/training/width4/width10/of
 # makes them, makes the
 # MiniLM labels width_report.sh reads (once, so two lanes do not both spend
 # minutes on them; two scripts started together may both make them, and
-# `ocrank label` replaces the file whole), and sets the array `common`: the environment of each
-# width_report.sh call of a stage (width 10, STEPS, PERMS, lr 1e-3, no base
+# `ocrank label` replaces the file whole), and sets the array `common`: the
+# environment of each width_report.sh call of a stage (width 10, STEPS, PERMS, lr 1e-3, no base
 # audit, one lane on THREADS threads, default 1; starting from the adapters
 # in INIT_DIR; none from the base model when INIT_DIR is empty).
 width10_setup() {

@@ -92,9 +92,10 @@ fn staging_path(path: &Path) -> std::path::PathBuf {
 }
 
 impl Writer {
-    /// Starts replacing `path` (made, with its missing parent directories, by
-    /// [`Writer::finish`]): a command that computed for minutes must not lose
-    /// its result to an output directory nobody made yet.
+    /// Starts replacing `path` (the replacement lands at [`Writer::finish`]).
+    /// Its missing parent directories are made now: a command that computed
+    /// for minutes must not lose its result to an output directory nobody
+    /// made yet.
     pub(crate) fn create(path: &Path) -> Result<Self> {
         create_parent(path)?;
         if path.is_dir() {
