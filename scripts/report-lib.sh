@@ -178,13 +178,13 @@ base_audit() { if [ "$PERMS" = 5 ]; then echo reports/training/width4/width10/of
     else echo "$OUT/off-the-shelf-m$PERMS"; fi; }
 # width10_setup INIT_DIR [OUT RUNS]: what the width-10 stage scripts share.
 # Sets OUT (default reports/training/width10) and RUNS (runs/width10) and
-# makes them, makes the
-# MiniLM labels width_report.sh reads (once, so two lanes do not both spend
-# minutes on them; two scripts started together may both make them, and
-# `ocrank label` replaces the file whole), and sets the array `common`: the
-# environment of each width_report.sh call of a stage (width 10, STEPS, PERMS, lr 1e-3, no base
-# audit, one lane on THREADS threads, default 1; starting from the adapters
-# in INIT_DIR; none from the base model when INIT_DIR is empty).
+# makes them, makes the MiniLM labels width_report.sh reads (once, so two
+# lanes do not both spend minutes on them; two scripts started together may
+# both make them, and `ocrank label` replaces the file whole), and sets the
+# array `common`: the environment of each width_report.sh call of a stage
+# (width 10, STEPS, PERMS, lr 1e-3, no base audit, one lane on THREADS
+# threads, default 1; starting from the adapters in INIT_DIR; none from the
+# base model when INIT_DIR is empty).
 width10_setup() {
     OUT=${2:-reports/training/width10}; RUNS=${3:-runs/width10}
     mkdir -p "$RUNS" "$OUT" runs/train

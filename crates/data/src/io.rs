@@ -3,7 +3,8 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Read, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use flate2::{read::MultiGzDecoder, write::GzEncoder, Compression};
 
@@ -58,9 +59,9 @@ fn create_parent(path: &Path) -> Result<()> {
 /// writes in place: appending is how resumable outputs grow.
 pub(crate) struct Writer {
     out: Box<dyn Finish>,
-    path: std::path::PathBuf,
+    path: PathBuf,
     /// The partial file of `create`, renamed onto `path` by `finish`.
-    staging: Option<std::path::PathBuf>,
+    staging: Option<PathBuf>,
 }
 
 trait Finish: Write {
@@ -82,9 +83,9 @@ impl Finish for GzEncoder<BufWriter<File>> {
 
 /// The partial file `create` writes for `path`: hidden, in the same directory
 /// (so the rename stays on one file system), unique to this process and call.
-fn staging_path(path: &Path) -> std::path::PathBuf {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+fn staging_path(path: &Path) -> PathBuf {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
     let name = path
         .file_name()
         .map_or_else(Default::default, |s| s.to_string_lossy());
