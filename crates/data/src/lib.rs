@@ -26,6 +26,7 @@ use std::path::Path;
 pub use beir::{read_beir, Beir, BeirDoc};
 pub use error::{Error, Result};
 pub use hotpotqa::{read_hotpotqa, HotpotExample};
+pub use io::write_whole;
 pub use jsonl::{read_jsonl_pools, write_jsonl_pools};
 pub use labels::{
     merge_labels, read_labels, write_labels, LabelHeader, Labels, MergeSource, MergeTally,

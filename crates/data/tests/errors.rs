@@ -593,3 +593,30 @@ fn two_writers_of_one_output_each_finish_a_whole_file() {
         .all(|r| r.candidate.starts_with('b') && r.score == 0.75));
     assert_eq!(file_names(dir.path()), ["scores.jsonl"]);
 }
+
+#[test]
+fn a_whole_file_write_makes_its_parents_replaces_in_one_step_and_leaves_nothing_on_failure() {
+    // What adapters, their configs and the soup and device records are
+    // written with: the same staging and rename as the streamed outputs.
+    let dir = tempfile::tempdir().unwrap();
+    let adapter = dir.path().join("adapter");
+    let path = adapter.join("adapter_config.json");
+    ocrank_data::write_whole(&path, b"{\"r\": 16}\n").unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), b"{\"r\": 16}\n");
+    ocrank_data::write_whole(&path, b"{\"r\": 8}\n").unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), b"{\"r\": 8}\n");
+    assert_eq!(file_names(&adapter), ["adapter_config.json"]);
+    // A directory in the way is refused, naming it; nothing is left beside it.
+    let err = ocrank_data::write_whole(dir.path(), b"x").unwrap_err();
+    assert!(err.to_string().contains("directory"), "{err}");
+    assert!(
+        err.to_string().contains(&dir.path().display().to_string()),
+        "{err}"
+    );
+    assert_eq!(file_names(dir.path()), ["adapter"]);
+    // A parent that is a file: an error, and the directory as it was.
+    let below_a_file = path.join("adapter_model.safetensors");
+    assert!(ocrank_data::write_whole(&below_a_file, b"x").is_err());
+    assert_eq!(file_names(&adapter), ["adapter_config.json"]);
+    assert_eq!(std::fs::read(&path).unwrap(), b"{\"r\": 8}\n");
+}

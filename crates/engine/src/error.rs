@@ -27,6 +27,9 @@ pub enum Error {
     Input(String),
     #[error(transparent)]
     Candle(#[from] candle_core::Error),
+    /// Writing an output file (an adapter, a soup record) failed.
+    #[error(transparent)]
+    Data(#[from] ocrank_data::Error),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -306,7 +306,6 @@ impl Decoder {
                 "the model has no LoRA adapters to save".into(),
             ));
         }
-        std::fs::create_dir_all(dir).map_err(|e| Error::model(dir, e.to_string()))?;
         let tensors: HashMap<String, Tensor> = vars
             .into_iter()
             .map(|(n, v)| {
@@ -336,19 +335,9 @@ impl Decoder {
             "layers_to_transform": null,
             "revision": null,
         });
-        let cfg_path = dir.join("adapter_config.json");
-        write_atomic(
-            &cfg_path,
-            serde_json::to_string_pretty(&config)
-                .expect("json value")
-                .as_bytes(),
-        )?;
-        let st_path = dir.join("adapter_model.safetensors");
-        let tmp = dir.join("adapter_model.safetensors.tmp");
-        candle_core::safetensors::save(&tensors, &tmp)
-            .map_err(|e| Error::model(&tmp, e.to_string()))?;
-        std::fs::rename(&tmp, &st_path).map_err(|e| Error::model(&st_path, e.to_string()))?;
-        Ok(())
+        let config = serde_json::to_string_pretty(&config).expect("json value");
+        ocrank_data::write_whole(&dir.join("adapter_config.json"), config.as_bytes())?;
+        write_safetensors(&dir.join("adapter_model.safetensors"), &tensors)
     }
 
     /// Loads a PEFT LoRA adapter directory onto this decoder (replacing any
@@ -498,9 +487,11 @@ pub fn read_adapter_config(dir: &Path) -> Result<LoraConfig> {
     Ok(cfg)
 }
 
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, bytes).map_err(|e| Error::model(&tmp, e.to_string()))?;
-    std::fs::rename(&tmp, path).map_err(|e| Error::model(path, e.to_string()))?;
-    Ok(())
+/// Writes `tensors` as one safetensors file, serialized in memory (the bytes
+/// candle's `safetensors::save` writes) and replaced whole: an interrupted
+/// save never leaves a truncated adapter that loads as a finished one.
+pub(crate) fn write_safetensors(path: &Path, tensors: &HashMap<String, Tensor>) -> Result<()> {
+    let bytes = safetensors::tensor::serialize(tensors, None)
+        .map_err(|e| Error::model(path, e.to_string()))?;
+    Ok(ocrank_data::write_whole(path, &bytes)?)
 }

@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use candle_core::{DType, Device, Tensor};
 
 use crate::error::{Error, Result};
-use crate::lora::read_adapter_config;
+use crate::lora::{read_adapter_config, write_safetensors};
 
 const CONFIG: &str = "adapter_config.json";
 const WEIGHTS: &str = "adapter_model.safetensors";
@@ -200,21 +200,17 @@ pub fn soup_adapters(members: &[PathBuf], out: &Path, command: &str) -> Result<S
             worst = f64::INFINITY;
         }
     }
-    if !(worst <= 1e-5) {
+    if worst.is_nan() || worst > 1e-5 {
         return Err(Error::Input(format!(
             "the soup's update differs from the members' mean by {worst:.2e} of its largest entry (limit 1e-5)"
         )));
     }
 
-    std::fs::create_dir_all(out).map_err(|e| Error::model(out, e.to_string()))?;
     let mut out_cfg = raw.clone();
     out_cfg["r"] = serde_json::json!(n * cfg.rank);
     out_cfg["lora_alpha"] = serde_json::json!(n as f64 * cfg.alpha);
     write_json(&out.join(CONFIG), &out_cfg)?;
-    let st_path = out.join(WEIGHTS);
-    let tmp = out.join("adapter_model.safetensors.tmp");
-    candle_core::safetensors::save(&souped, &tmp).map_err(|e| Error::model(&tmp, e.to_string()))?;
-    std::fs::rename(&tmp, &st_path).map_err(|e| Error::model(&st_path, e.to_string()))?;
+    write_safetensors(&out.join(WEIGHTS), &souped)?;
     let record = serde_json::json!({
         "members": members.iter().map(|m| m.display().to_string()).collect::<Vec<_>>(),
         "member_rank": cfg.rank,
@@ -323,10 +319,7 @@ fn pair_modules(
 }
 
 fn write_json(path: &Path, value: &serde_json::Value) -> Result<()> {
-    let tmp = path.with_extension("tmp");
     let mut text = serde_json::to_string_pretty(value).expect("json value");
     text.push('\n');
-    std::fs::write(&tmp, text).map_err(|e| Error::model(&tmp, e.to_string()))?;
-    std::fs::rename(&tmp, path).map_err(|e| Error::model(path, e.to_string()))?;
-    Ok(())
+    Ok(ocrank_data::write_whole(path, text.as_bytes())?)
 }

@@ -115,6 +115,21 @@ fn peft_save_load_round_trip() {
     assert!(names.contains_key("base_model.model.model.layers.1.mlp.down_proj.lora_B.weight"));
     assert!(names.contains_key("base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight"));
     assert_eq!(names.len(), 2 * 3 * 2);
+    // The bytes candle's own writer makes (adapters saved before the whole-file
+    // writer keep their fingerprints), and no partial file beside them.
+    let by_candle = dir.path().join("by-candle.safetensors");
+    candle_core::safetensors::save(&names, &by_candle).unwrap();
+    assert_eq!(
+        std::fs::read(&by_candle).unwrap(),
+        std::fs::read(dir.path().join("adapter_model.safetensors")).unwrap()
+    );
+    std::fs::remove_file(&by_candle).unwrap();
+    let mut files: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    files.sort();
+    assert_eq!(files, ["adapter_config.json", "adapter_model.safetensors"]);
 
     let mut fresh = model(Arch::Qwen2);
     assert_eq!(fresh.load_lora(dir.path()).unwrap(), cfg);

@@ -941,22 +941,15 @@ pub fn truncate_log(log: &Path, step: usize) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(Error::io(log, e)),
     };
-    let mut keep = Vec::new();
+    let mut keep = String::new();
     for line in std::io::BufReader::new(file).lines() {
         let line = line.map_err(|e| Error::io(log, e))?;
         match serde_json::from_str::<StepLog>(&line) {
-            Ok(l) if l.step <= step => keep.push(line),
+            Ok(l) if l.step <= step => keep.extend([line.as_str(), "\n"]),
             _ => {}
         }
     }
-    let tmp = log.with_extension("jsonl.tmp");
-    let mut f = std::fs::File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
-    for l in keep {
-        writeln!(f, "{l}").map_err(|e| Error::io(&tmp, e))?;
-    }
-    f.sync_all().map_err(|e| Error::io(&tmp, e))?;
-    std::fs::rename(&tmp, log).map_err(|e| Error::io(log, e))?;
-    Ok(())
+    Ok(ocrank_data::write_whole(log, keep.as_bytes())?)
 }
 
 // `is_multiple_of` is newer than the workspace's minimum Rust (1.85).

@@ -125,10 +125,8 @@ impl Report {
     }
 
     fn save(&self) -> anyhow::Result<()> {
-        let tmp = self.out.with_extension("json.tmp");
-        std::fs::write(&tmp, serde_json::to_string_pretty(&self.doc)?)
-            .with_context(|| format!("writing {}", tmp.display()))?;
-        std::fs::rename(&tmp, &self.out).with_context(|| format!("writing {}", self.out.display()))
+        let text = serde_json::to_string_pretty(&self.doc)?;
+        Ok(ocrank_data::write_whole(&self.out, text.as_bytes())?)
     }
 }
 

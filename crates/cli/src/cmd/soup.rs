@@ -57,9 +57,6 @@ fn record_fingerprints(args: &Args) -> anyhow::Result<()> {
         .collect::<anyhow::Result<Vec<_>>>()?
         .into();
     record["adapter_sha256"] = adapter_fingerprint(&args.out)?.into();
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, serde_json::to_string_pretty(&record)? + "\n")
-        .with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
+    let text = serde_json::to_string_pretty(&record)? + "\n";
+    Ok(ocrank_data::write_whole(&path, text.as_bytes())?)
 }
