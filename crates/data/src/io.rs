@@ -68,16 +68,19 @@ trait Finish: Write {
     fn finish(&mut self) -> std::io::Result<()>;
 }
 
+/// Everything written reaches the disk before `finish` returns (and so
+/// before a created file is renamed into place).
 impl Finish for BufWriter<File> {
     fn finish(&mut self) -> std::io::Result<()> {
-        self.flush()
+        self.flush()?;
+        self.get_ref().sync_all()
     }
 }
 
 impl Finish for GzEncoder<BufWriter<File>> {
     fn finish(&mut self) -> std::io::Result<()> {
         self.try_finish()?;
-        self.get_mut().flush()
+        self.get_mut().finish()
     }
 }
 
@@ -92,43 +95,32 @@ fn staging_path(path: &Path) -> PathBuf {
     path.with_file_name(format!(".{name}.{}-{n}.part", std::process::id()))
 }
 
-/// The partial file to write before replacing `path`, once `path` can be
-/// replaced: its missing parent directories are made (a command that computed
-/// for minutes must not lose its result to an output directory nobody made
-/// yet) and a directory in its place is refused before any work.
-fn begin_replacement(path: &Path) -> Result<PathBuf> {
-    create_parent(path)?;
-    if path.is_dir() {
-        return Err(Error::io(
-            path,
-            std::io::Error::new(std::io::ErrorKind::IsADirectory, "is a directory"),
-        ));
-    }
-    Ok(staging_path(path))
-}
-
-/// Replaces `path` with `bytes` (as given: no gzip) the way
-/// [`Writer::create`] replaces a streamed file: the bytes go to a partial
-/// file beside it, are synced, then renamed onto `path` in one step. Until
-/// then `path` keeps what it held; a failed write removes its partial file;
-/// two processes writing one path each land a whole file. For small outputs
-/// made in memory: adapters, their configs, records.
+/// Replaces `path` with `bytes` through [`Writer::create`] (so gzipped when
+/// the name ends in `.gz`, like every output of this crate): until the
+/// bytes are synced and renamed into place `path` keeps what it held, a
+/// failed write leaves no partial file, and two processes writing one path
+/// each land a whole file. For small outputs made in memory: adapters,
+/// their configs, records.
 pub fn write_whole(path: &Path, bytes: &[u8]) -> Result<()> {
-    let staging = begin_replacement(path)?;
-    let written = File::create(&staging)
-        .and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_all()))
-        .and_then(|()| std::fs::rename(&staging, path));
-    written.map_err(|e| {
-        let _ = std::fs::remove_file(&staging);
-        Error::io(path, e)
-    })
+    let mut w = Writer::create(path)?;
+    w.out.write_all(bytes).map_err(|e| Error::io(path, e))?;
+    w.finish()
 }
 
 impl Writer {
-    /// Starts replacing `path` (the replacement lands at [`Writer::finish`]);
-    /// see [`begin_replacement`] for what is checked and made now.
+    /// Starts replacing `path` (the replacement lands at [`Writer::finish`]).
+    /// Its missing parent directories are made now: a command that computed
+    /// for minutes must not lose its result to an output directory nobody
+    /// made yet. A directory in its place is refused before any work.
     pub(crate) fn create(path: &Path) -> Result<Self> {
-        let staging = begin_replacement(path)?;
+        create_parent(path)?;
+        if path.is_dir() {
+            return Err(Error::io(
+                path,
+                std::io::Error::new(std::io::ErrorKind::IsADirectory, "is a directory"),
+            ));
+        }
+        let staging = staging_path(path);
         let file = File::create(&staging).map_err(|e| Error::io(path, e))?;
         let out: Box<dyn Finish> = if is_gz(path) {
             Box::new(GzEncoder::new(BufWriter::new(file), Compression::default()))
@@ -176,8 +168,8 @@ impl Writer {
         self.out.flush().map_err(|e| Error::io(&self.path, e))
     }
 
-    /// Flushes everything, ending the gzip stream of a `.gz` file; a file of
-    /// [`Writer::create`] then replaces `path` in one rename.
+    /// Flushes and syncs everything, ending the gzip stream of a `.gz` file;
+    /// a file of [`Writer::create`] then replaces `path` in one rename.
     pub(crate) fn finish(&mut self) -> Result<()> {
         self.out.finish().map_err(|e| Error::io(&self.path, e))?;
         if let Some(staging) = self.staging.take() {
