@@ -166,6 +166,9 @@ seed_audit() { local from=$1 to=$2
 # `NAMER ARGS...` names at $PERMS orders from the one it names at
 # $FROM_PERMS (seed_audit), so that only the new orders are scored.
 seed_from_fewer() { [ -z "${FROM_PERMS:-}" ] || seed_audit "$(PERMS=$FROM_PERMS "$@")" "$("$@")"; }
+# seed_perms STEM: the same for an audit its script names itself,
+# STEM-mPERMS started from STEM-mFROM_PERMS (a no-op without FROM_PERMS).
+seed_perms() { [ -z "${FROM_PERMS:-}" ] || seed_audit "$1-m$FROM_PERMS" "$1-m$PERMS"; }
 # perms_sfx: the suffix of a stage script's tables at $PERMS orders: none at
 # M = 5, the protocol of the width-10 stages, -mPERMS otherwise, so that a
 # pass over a few stages at more orders never overwrites the M = 5 tables.

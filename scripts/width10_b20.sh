@@ -21,7 +21,7 @@
 #   SCORERS="perm-aug:1 off-the-shelf" PERMS=10 scripts/width10_b20.sh
 #
 # Resumable (audits score only missing windows); PERMS=10 FROM_PERMS=5
-# extends finished audits by orders 5-9 (report-lib's seed_audit).
+# extends finished audits by orders 5-9 (report-lib's seed_perms).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/report-lib.sh
@@ -46,7 +46,7 @@ for s in $SCORERS; do
         name=$(cycle2_name "$obj" "$STEPS" "$start" 0 2)
         adapter=(--adapter "$W10/adapters/$name")
     fi
-    [ -z "$FROM_PERMS" ] || seed_audit "$OUT/$name-m$FROM_PERMS" "$OUT/$name-m$PERMS"
+    seed_perms "$OUT/$name"
     run_in_lane "runs/width10/b20-$name-m$PERMS.log" batched_audit "$name-m$PERMS" "${adapter[@]}" "${BSC[@]}"
 done
 lanes_wait "a B = 20 audit failed: see runs/width10/b20-*.log"

@@ -25,7 +25,7 @@
 # CONTROLS (default "single-order perm-aug"): the recipes of the second lane;
 # THREADS (1): threads per lane.
 # With FROM_PERMS each audit starts from the same scorer's M = FROM_PERMS
-# window log (report-lib's seed_audit), so only the new orders are scored,
+# window log (report-lib's seed_perms), so only the new orders are scored,
 # and holds its BSC@(PERMS/2) curve. Writes, at M = PERMS: the table
 # (off the shelf as baseline: reports/training/width4/width10/off-the-shelf
 # at M = 5, reports/training/width10/off-the-shelf-m10 at M = 10),
@@ -51,7 +51,7 @@ oc=$(from_base_audit oc-sft-aug-spread); so=$(from_base_audit single-order); pa=
 case " $CONTROLS " in *" perm-aug "*) pa=("$(from_base_audit perm-aug)") ;; esac
 audit_args=""
 if [ -n "$FROM_PERMS" ]; then
-    for a in "$oc" "$so" "${pa[@]}"; do seed_audit "${a%-"$M"}-m$FROM_PERMS" "$a"; done
+    for a in "$oc" "$so" "${pa[@]}"; do seed_perms "${a%-"$M"}"; done
     audit_args="--bsc $(( PERMS / 2 ))"
 fi
 common+=(AUDIT_ARGS="$audit_args")

@@ -20,7 +20,7 @@
 #   AUDIT_ARGS="--bsc 5" PERMS=10 FROM_PERMS=5 scripts/width10_select.sh   # M = 10
 #
 # FROM_PERMS=K starts a mid-cycle checkpoint's audit from its audit with K
-# orders (report-lib's seed_audit), so that only the new orders are scored;
+# orders (report-lib's seed_perms), so that only the new orders are scored;
 # AUDIT_ARGS are further `ocrank audit` flags for it (the M = 10 audits of
 # the cycle ends ran with --bsc 5).
 #
@@ -87,7 +87,7 @@ audit_of() { local obj=$1 cand adapter step dir
     *@*)
         step=$(( ${cand##*@} + 2 * STEPS ))
         dir=$(cycle3_name "$obj" "$STEPS" "$START" 0 "$SEED2" "$SEED3")-at$step
-        [ -z "$FROM_PERMS" ] || seed_audit "$OUT/$dir-m$FROM_PERMS" "$OUT/$dir-m$PERMS" >&2
+        seed_perms "$OUT/$dir" >&2
         batched_audit "$dir-m$PERMS" --adapter "$adapter" ${AUDIT_ARGS:-} >&2
         echo "$OUT/$dir-m$PERMS";;
     esac; }
