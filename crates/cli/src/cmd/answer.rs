@@ -358,7 +358,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         "new_tokens": stored.clone().map(|a| a.new_tokens).sum::<usize>(),
         "unfinished": stored.filter(|a| !a.finished).count(),
     });
-    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let command = common::command_line();
     let out = serde_json::json!({
         "command": command,
         "settings": settings,

@@ -13,7 +13,7 @@ use ocrank_plan::PermutationPlan;
 use ocrank_score::Scorer;
 use serde_json::json;
 
-use super::common::{progress_bar, sha256_file, ModelArgs, PoolArgs, ScorerArgs};
+use super::common::{command_line, progress_bar, sha256_file, ModelArgs, PoolArgs, ScorerArgs};
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
@@ -74,7 +74,7 @@ fn import_scores(store: &mut Store, source: super::common::ScoreSource) -> anyho
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let command = command_line();
     let (whole, pools) = args.pools.load_with_whole()?;
     let (qrels, judged_by) = match &args.qrels {
         Some(p) => (ocrank_data::read_qrels(p)?.by_query, json!(p)),

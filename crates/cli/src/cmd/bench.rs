@@ -14,7 +14,7 @@ use ocrank_engine::{Device, Tensor};
 use ocrank_score::{Mode, Scorer, Template};
 use serde_json::json;
 
-use super::common::{write_output, ModelArgs, PoolArgs};
+use super::common::{command_line, write_output, ModelArgs, PoolArgs};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -139,6 +139,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         rows.push(row);
     }
     let report = json!({
+        "command": command_line(),
         "model": engine.path, "gemm_peak_gflops": peak, "threads": rayon_threads(),
         "pools": args.pools.pools, "depth": args.pools.depth, "configs": rows,
     });

@@ -100,6 +100,30 @@ pub fn adapter_fingerprint(dir: &Path) -> anyhow::Result<String> {
     ))
 }
 
+/// The command line this process was started with, as one string a shell
+/// reads back to the same arguments: an argument holding anything but
+/// `[A-Za-z0-9_./:=,+@%-]` is single-quoted. Result files record it, so
+/// that pasting it reruns them.
+pub fn command_line() -> String {
+    shell_join(std::env::args())
+}
+
+/// Joins arguments for a POSIX shell (see [`command_line`]).
+pub fn shell_join(args: impl IntoIterator<Item = impl AsRef<str>>) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_./:=,+@%-".contains(c);
+    args.into_iter()
+        .map(|a| {
+            let a = a.as_ref();
+            if !a.is_empty() && a.chars().all(plain) {
+                a.to_string()
+            } else {
+                format!("'{}'", a.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// SHA-256 of each file, keyed by its path as given.
 pub fn sha256_files(
     paths: &[PathBuf],
@@ -346,4 +370,28 @@ pub fn read_score_source(path: &Path) -> anyhow::Result<ScoreSource> {
         sha256,
         provenance,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shell_join;
+
+    #[test]
+    fn shell_join_quotes_only_what_a_shell_would_split_or_expand() {
+        assert_eq!(
+            shell_join([
+                "ocrank",
+                "compare",
+                "a/b-c_1.2",
+                "--measures",
+                "x,y",
+                "k=v:w"
+            ]),
+            "ocrank compare a/b-c_1.2 --measures x,y k=v:w"
+        );
+        assert_eq!(
+            shell_join(["--out", "my dir/x.md", "", "$HOME", "it's"]),
+            "--out 'my dir/x.md' '' '$HOME' 'it'\\''s'"
+        );
+    }
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use ocrank_audit::compare;
 use ocrank_metrics::stats::Bootstrap;
 
-use super::common::write_output;
+use super::common::{command_line, write_output};
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
@@ -31,7 +31,8 @@ pub struct Args {
     /// permutations, from `audit --bsc`) as a variant of its own.
     #[arg(long, value_name = "K")]
     pub bsc: Option<usize>,
-    /// Also write the table (Markdown) to this file.
+    /// Also write the table (Markdown) to this file, under a first line
+    /// (an HTML comment) holding the command that made it.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
 }
@@ -68,7 +69,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let table = compare::render_markdown(&audits, &rows);
     print!("{table}");
     if let Some(out) = &args.out {
-        write_output(out, &table)?;
+        write_output(out, format!("<!-- {} -->\n{table}", command_line()))?;
     }
     Ok(())
 }

@@ -27,7 +27,7 @@ use ocrank_score::{Scorer, Sequence};
 use ocrank_train::{AdamWConfig, Example, Objective, TrainConfig, Trainer};
 use serde_json::{json, Value};
 
-use super::common::{PoolArgs, ScorerArgs};
+use super::common::{command_line, PoolArgs, ScorerArgs};
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
@@ -170,7 +170,7 @@ fn time<T>(
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let command = command_line();
     anyhow::ensure!(args.repeats >= 1, "--repeats must be at least 1");
     anyhow::ensure!(args.windows >= 1, "--windows must be at least 1");
     let device = args.device.open()?;

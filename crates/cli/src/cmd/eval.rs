@@ -20,7 +20,7 @@ use anyhow::{bail, Context};
 use ocrank_metrics::report::{evaluate_run, evaluate_scores, EvalConfig, Report, ScoresQuery};
 use ocrank_metrics::stats::Bootstrap;
 
-use super::common::write_output;
+use super::common::{command_line, write_output};
 
 /// Default bootstrap resamples for scores files (runs default to none, to
 /// print exactly what trec_eval prints).
@@ -319,6 +319,7 @@ fn write_json(
         serde_json::json!({ input_kind: input, "qrels": &args.qrels }),
     );
     obj.insert("cutoffs".into(), serde_json::json!(&args.k));
+    obj.insert("command".into(), serde_json::json!(command_line()));
     let text = serde_json::to_string_pretty(&value)?;
     write_output(out, text + "\n")?;
     Ok(())

@@ -10,7 +10,7 @@ use anyhow::Context;
 use ocrank_data::{LabelHeader, Labels, Pool};
 use serde_json::json;
 
-use super::common::{load_pool_files, sha256_file, sha256_files};
+use super::common::{command_line, load_pool_files, sha256_file, sha256_files};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Teacher {
@@ -69,7 +69,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let command = command_line();
     let pools = load_pool_files(&args.pools, args.depth)?;
     let pool_hashes = sha256_files(&args.pools)?;
     let (by_query, orders, provenance) = match args.teacher {

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use ocrank_data::MergeSource;
 use serde_json::json;
 
-use super::common::sha256_file;
+use super::common::{command_line, sha256_file};
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
@@ -39,7 +39,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     let (mut merged, tallies) = ocrank_data::merge_labels(&sources);
-    merged.header.provenance["command"] = json!(std::env::args().collect::<Vec<_>>().join(" "));
+    merged.header.provenance["command"] = json!(command_line());
     for t in &tallies {
         eprintln!(
             "{}: {} queries taken ({} labels), {} shadowed by an earlier file",

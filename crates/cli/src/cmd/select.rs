@@ -12,7 +12,7 @@ use ocrank_plan::PermutationPlan;
 use ocrank_score::{ScoreConfig, Scorer};
 use serde_json::json;
 
-use super::common::{load_pool_files, progress_bar, write_output, ModelArgs};
+use super::common::{command_line, load_pool_files, progress_bar, write_output, ModelArgs};
 use super::train::SplitArgs;
 
 #[derive(clap::Args, Debug)]
@@ -55,7 +55,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let command = command_line();
     let mut qrels: BTreeMap<String, BTreeMap<String, i32>> = BTreeMap::new();
     for q in &args.qrels {
         for (qid, m) in ocrank_data::read_qrels(q)?.by_query {

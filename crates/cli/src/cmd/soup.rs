@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 
-use super::common::adapter_fingerprint;
+use super::common::{adapter_fingerprint, command_line};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -22,7 +22,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let command = command_line();
     let soup = ocrank_engine::soup::soup_adapters(&args.adapters, &args.out, &command)
         .with_context(|| format!("making the soup {}", args.out.display()))?;
     record_fingerprints(&args)?;

@@ -11,7 +11,7 @@ use ocrank_train::{AdamWConfig, EmaConfig, Objective, TrainConfig, Trainer, View
 use serde_json::json;
 
 use super::common::{
-    load_pool_files, progress_bar, sha256_file, sha256_files, ModelArgs, ScorerArgs,
+    command_line, load_pool_files, progress_bar, sha256_file, sha256_files, ModelArgs, ScorerArgs,
 };
 
 #[derive(clap::Args, Debug, Clone)]
@@ -156,7 +156,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let command = command_line();
     anyhow::ensure!(
         args.model.adapter.is_none(),
         "--adapter: training starts from fresh adapters on the base model"

@@ -11,7 +11,7 @@ use ocrank_score::{Mode, Scorer};
 use ocrank_train::{AdamWConfig, Objective, TrainConfig, Trainer};
 use serde_json::json;
 
-use super::common::{load_pool_files, write_output, ModelArgs, ScorerArgs};
+use super::common::{command_line, load_pool_files, write_output, ModelArgs, ScorerArgs};
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
@@ -70,7 +70,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let command = command_line();
     anyhow::ensure!(args.steps >= 1, "--steps must be at least 1");
     let labels = ocrank_data::read_labels(&args.data.labels)?;
     let pools = load_pool_files(&args.data.pools, args.data.depth)?;
