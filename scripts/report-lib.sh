@@ -226,6 +226,16 @@ finished_pairs() { local start stage
         printf '%s\n' --pair "$(oc_sft_stage_audit "$STEPS" "$start" "$stage")" \
             "$(stage_audit "$1" "$STEPS" "$start" "$stage")"
     done < <(finished_stages "$@"); }
+# vs_s144 OBJECTIVE START STAGE: that recipe's stage of $STEPS steps against
+# its 144-step twin (same start, stage seed and $PERMS orders), where both
+# have audits: compare-<the longer audit>-vs-s144.md (what the longer
+# schedule changed, crossed.md's 300-step sections).
+vs_s144() { local long short
+    long=$(stage_audit "$1" "$STEPS" "$2" "$3")
+    short=$(stage_audit "$1" 144 "$2" "$3")
+    if [ -f "$long/results.json" ] && [ -f "$short/results.json" ]; then
+        compare_audits "$OUT/compare-$(basename "$long")-vs-s144.md" "$short" "$long"
+    fi; }
 # controls_report: for the $STEPS-step controls at $PERMS orders, in $OUT
 # (the names end in $(perms_sfx) after sSTEPS): each finished pair compared,
 # compare-sSTEPS-from-TAG[-seedN]-vs-OBJECTIVE.md; per objective with two or
@@ -235,7 +245,9 @@ finished_pairs() { local start stage
 # some (seed-pooled-sSTEPS-from-w4seedS-oc-sft-spread-vs-OBJECTIVE.md: the
 # start decides the OC-SFT effect, crossed.md "The start decides", which the
 # pooled table averages away); and the score variance of every control with
-# a twin (scripts/score_variance.py: variance-controls-sSTEPS.md).
+# a twin (scripts/score_variance.py: variance-controls-sSTEPS.md). Above
+# 144 steps, also every stage of $STEPS steps, OC-SFT and controls, against
+# its 144-step twin (vs_s144).
 # Invocations side by side take turns (flock on $RUNS/controls-sSTEPS.lock),
 # so no two write these files at once.
 controls_report() { local ms obj start stage ctl s pairs own controls=()
@@ -262,6 +274,11 @@ controls_report() { local ms obj start stage ctl s pairs own controls=()
             fi
         done
     done
+    if [ "$STEPS" -gt 144 ]; then
+        while read -r start stage; do
+            for obj in oc-sft-aug-spread single-order perm-aug; do vs_s144 "$obj" "$start" "$stage"; done
+        done < <(stage_seeds)
+    fi
     if [ "${#controls[@]}" = 0 ]; then
         echo "no control of $STEPS steps at M = $PERMS has its OC-SFT twin's audit yet"
     else

@@ -25,8 +25,10 @@
 # beside each other (frozen threshold, top-5/10/15; scripts/retention.py),
 # retention-sSTEPS-oc-sft-spread-vs-OBJECTIVE.md, and each start's pairs
 # pooled apart, seed-pooled-sSTEPS-from-w4seedS-oc-sft-spread-vs-OBJECTIVE.md;
-# and the variance shares of all those controls, variance-controls-sSTEPS.md
-# (-mPERMS after sSTEPS at M other than 5).
+# the variance shares of all those controls, variance-controls-sSTEPS.md
+# (-mPERMS after sSTEPS at M other than 5); and above 144 steps each stage,
+# OC-SFT or control, against its 144-step twin,
+# compare-<audit>-vs-s144.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/report-lib.sh
