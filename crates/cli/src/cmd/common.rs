@@ -103,9 +103,10 @@ pub fn adapter_fingerprint(dir: &Path) -> anyhow::Result<String> {
 /// The command line this process was started with, as one string a shell
 /// reads back to the same arguments: an argument holding anything but
 /// `[A-Za-z0-9_./:=,+@%-]` is single-quoted. Result files record it, so
-/// that pasting it reruns them.
+/// that pasting it reruns them. An argument that is not UTF-8 (a path) is
+/// recorded lossily instead of panicking as `std::env::args` would.
 pub fn command_line() -> String {
-    shell_join(std::env::args())
+    shell_join(std::env::args_os().map(|a| a.to_string_lossy().into_owned()))
 }
 
 /// Joins arguments for a POSIX shell (see [`command_line`]).
