@@ -226,15 +226,15 @@ finished_pairs() { local start stage
         printf '%s\n' --pair "$(oc_sft_stage_audit "$STEPS" "$start" "$stage")" \
             "$(stage_audit "$1" "$STEPS" "$start" "$stage")"
     done < <(finished_stages "$@"); }
-# vs_s144 OBJECTIVE START STAGE: that recipe's stage of $STEPS steps against
-# its 144-step twin (same start, stage seed and $PERMS orders), where both
-# have audits: compare-<the longer audit>-vs-s144.md (what the longer
-# schedule changed, crossed.md's 300-step sections).
-vs_s144() { local long short
-    long=$(stage_audit "$1" "$STEPS" "$2" "$3")
-    short=$(stage_audit "$1" 144 "$2" "$3")
+# vs_shorter OBJECTIVE SHORT START STAGE: that recipe's stage of $STEPS steps
+# against its SHORT-step twin (same start, stage seed and $PERMS orders),
+# where both have audits: compare-<the longer audit>-vs-sSHORT.md (what the
+# longer schedule changed; crossed.md's 144- and 300-step sections).
+vs_shorter() { local long short
+    long=$(stage_audit "$1" "$STEPS" "$3" "$4")
+    short=$(stage_audit "$1" "$2" "$3" "$4")
     if [ -f "$long/results.json" ] && [ -f "$short/results.json" ]; then
-        compare_audits "$OUT/compare-$(basename "$long")-vs-s144.md" "$short" "$long"
+        compare_audits "$OUT/compare-$(basename "$long")-vs-s$2.md" "$short" "$long"
     fi; }
 # controls_report: for the $STEPS-step controls at $PERMS orders, in $OUT
 # (the names end in $(perms_sfx) after sSTEPS): each finished pair compared,
@@ -247,7 +247,7 @@ vs_s144() { local long short
 # pooled table averages away); and the score variance of every control with
 # a twin (scripts/score_variance.py: variance-controls-sSTEPS.md). Above
 # 144 steps, also every stage of $STEPS steps, OC-SFT and controls, against
-# its 144-step twin (vs_s144).
+# its 144-step twin (vs_shorter).
 # Invocations side by side take turns (flock on $RUNS/controls-sSTEPS.lock),
 # so no two write these files at once.
 controls_report() { local ms obj start stage ctl s pairs own controls=()
@@ -276,7 +276,7 @@ controls_report() { local ms obj start stage ctl s pairs own controls=()
     done
     if [ "$STEPS" -gt 144 ]; then
         while read -r start stage; do
-            for obj in oc-sft-aug-spread single-order perm-aug; do vs_s144 "$obj" "$start" "$stage"; done
+            for obj in oc-sft-aug-spread single-order perm-aug; do vs_shorter "$obj" 144 "$start" "$stage"; done
         done < <(stage_seeds)
     fi
     if [ "${#controls[@]}" = 0 ]; then

@@ -75,10 +75,7 @@ while read -r start stage <&3; do
             echo "no zero-shot audit $zero of start $start: scripts/width_transfer.sh makes it" >&2
         fi
     fi
-    twin=$(oc_sft_stage_audit 48 "$start" "$stage")
-    if [ -n "$TS" ] && [ -f "$twin/results.json" ]; then
-        compare_audits "$OUT/compare-$(basename "$d")-vs-s48.md" "$twin" "$d"
-    fi
+    [ -z "$TS" ] || vs_shorter oc-sft-aug-spread 48 "$start" "$stage"
 done 3< <(stage_seeds)
 compare_audits "$OUT/compare-crossed$TS$MS.md" "$(base_audit)" "${all[@]}"
 python3 scripts/score_variance.py "${all[@]}" --out "$OUT/variance-crossed$TS$MS.md"
