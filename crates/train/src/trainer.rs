@@ -173,6 +173,35 @@ fn is_one(n: &usize) -> bool {
 }
 
 impl TrainConfig {
+    /// `objective` for `steps` steps at consistency weight `lambda`, every
+    /// other setting plain: no warm-up of lambda or the learning rate, the
+    /// default LoRA and AdamW, seed 0, a checkpoint only after the last step,
+    /// no EMA teacher or KL to the base, one window a step, and SPEC.md's
+    /// squared supervised loss, views and absolute consistency term. Set the
+    /// rest with struct update syntax: `TrainConfig { seed: 3, ..TrainConfig::new(..) }`.
+    pub fn new(objective: Objective, steps: usize, lambda: f64) -> Self {
+        let consistency_scale = ConsistencyScale::default();
+        TrainConfig {
+            objective,
+            steps,
+            lambda,
+            lambda_warmup: 0,
+            lora: LoraConfig::default(),
+            optim: AdamWConfig::default(),
+            lr_warmup: 0,
+            seed: 0,
+            checkpoint_every: usize::MAX,
+            ema: None,
+            kl_base: None,
+            windows_per_step: 1,
+            supervised_loss: SupervisedLoss::default(),
+            view_b: ViewB::default(),
+            view_a: ViewA::default(),
+            spread_floor: consistency_scale.default_floor(),
+            consistency_scale,
+        }
+    }
+
     pub fn lambda_at(&self, step: usize) -> f64 {
         if self.lambda_warmup == 0 {
             self.lambda
@@ -1046,23 +1075,8 @@ mod tests {
 
     fn config(objective: Objective) -> TrainConfig {
         TrainConfig {
-            objective,
-            steps: 100,
-            lambda: 1.0,
-            lambda_warmup: 0,
-            lora: LoraConfig::default(),
-            optim: AdamWConfig::default(),
-            lr_warmup: 0,
-            seed: 0,
             checkpoint_every: 100,
-            ema: None,
-            kl_base: None,
-            windows_per_step: 1,
-            supervised_loss: Default::default(),
-            view_b: ViewB::Window,
-            view_a: ViewA::Canonical,
-            consistency_scale: Default::default(),
-            spread_floor: ConsistencyScale::Absolute.default_floor(),
+            ..TrainConfig::new(objective, 100, 1.0)
         }
     }
 

@@ -67,26 +67,14 @@ fn example() -> Example {
 
 fn train_config(objective: Objective, lora: LoraConfig) -> TrainConfig {
     TrainConfig {
-        objective,
-        steps: 4,
-        lambda: 3.0,
-        lambda_warmup: 0,
         lora,
         optim: AdamWConfig {
             lr: 1e-2,
             ..Default::default()
         },
-        lr_warmup: 0,
         seed: 5,
         checkpoint_every: 2,
-        ema: None,
-        kl_base: None,
-        windows_per_step: 1,
-        supervised_loss: Default::default(),
-        view_b: Default::default(),
-        view_a: Default::default(),
-        consistency_scale: Default::default(),
-        spread_floor: ocrank_train::ConsistencyScale::Absolute.default_floor(),
+        ..TrainConfig::new(objective, 4, 3.0)
     }
 }
 

@@ -24,7 +24,7 @@ use ocrank_engine::{
     pack, DType, Decoder, Device, DeviceSpec, Engine, Kernels, LoraConfig, ModelConfig,
 };
 use ocrank_score::{Scorer, Sequence};
-use ocrank_train::{AdamWConfig, Example, Objective, TrainConfig, Trainer};
+use ocrank_train::{Example, Objective, TrainConfig, Trainer};
 use serde_json::{json, Value};
 
 use super::common::{command_line, PoolArgs, ScorerArgs};
@@ -440,23 +440,9 @@ fn training(
                 &scorer,
                 examples.clone(),
                 TrainConfig {
-                    objective,
-                    steps: args.train_steps + 1,
-                    lambda: 5.0,
-                    lambda_warmup: 0,
                     lora: lora.clone(),
-                    optim: AdamWConfig::default(),
-                    lr_warmup: 0,
                     seed: args.seed,
-                    checkpoint_every: usize::MAX,
-                    ema: None,
-                    kl_base: None,
-                    windows_per_step: 1,
-                    supervised_loss: Default::default(),
-                    view_b: Default::default(),
-                    view_a: Default::default(),
-                    consistency_scale: Default::default(),
-                    spread_floor: ocrank_train::ConsistencyScale::Absolute.default_floor(),
+                    ..TrainConfig::new(objective, args.train_steps + 1, 5.0)
                 },
             )
         })

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use ocrank_engine::{Kernels, LoraConfig};
 use ocrank_score::{Mode, Scorer};
-use ocrank_train::{AdamWConfig, Objective, TrainConfig, Trainer};
+use ocrank_train::{Objective, TrainConfig, Trainer};
 use serde_json::json;
 
 use super::common::{command_line, load_pool_files, write_output, ModelArgs, ScorerArgs};
@@ -100,23 +100,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let examples = ocrank_train::examples(&pools, &labels, args.data.depth, width)?;
         for &objective in &args.objectives {
             let tcfg = TrainConfig {
-                objective,
-                steps: args.steps + 1,
-                lambda: 5.0,
-                lambda_warmup: 0,
                 lora: lora.clone(),
-                optim: AdamWConfig::default(),
-                lr_warmup: 0,
-                seed: 0,
-                checkpoint_every: usize::MAX,
-                ema: None,
-                kl_base: None,
-                windows_per_step: 1,
-                supervised_loss: Default::default(),
-                view_b: Default::default(),
-                view_a: Default::default(),
-                consistency_scale: Default::default(),
-                spread_floor: ocrank_train::ConsistencyScale::Absolute.default_floor(),
+                ..TrainConfig::new(objective, args.steps + 1, 5.0)
             };
             let trainer = Trainer::new(scorer, examples.clone(), tcfg)
                 .with_context(|| format!("{objective} on {mode}:{width} windows"))?;
